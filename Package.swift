@@ -1,0 +1,88 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "McuManager",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "McuMgrCore", targets: ["McuMgrCore"]),
+        .library(name: "McuManager", targets: ["McuManager"]),
+        .library(name: "McuMgrSerial", targets: ["McuMgrSerial"]),
+        .library(name: "McuMgrUDP", targets: ["McuMgrUDP"]),
+        .library(name: "McuMgrSimulator", targets: ["McuMgrSimulator"]),
+        .executable(name: "smp", targets: ["smp"]),
+        .executable(name: "smp-sim", targets: ["smp-sim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    ],
+    targets: [
+        // Pure protocol core: no I/O, no clocks, no threads.
+        .target(name: "McuMgrCore"),
+        // Client runtime: transport protocol, client actor, managers, transfers.
+        .target(
+            name: "McuManager",
+            dependencies: [
+                "McuMgrCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "McuMgrSerial",
+            dependencies: [
+                "McuManager", "McuMgrCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "McuMgrUDP",
+            dependencies: [
+                "McuManager", "McuMgrCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "McuMgrSimulator",
+            dependencies: [
+                "McuManager", "McuMgrCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "smp",
+            dependencies: [
+                "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "smp-sim",
+            dependencies: [
+                "McuMgrSimulator", "McuMgrCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore"]),
+        .testTarget(name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore"]),
+        .testTarget(
+            name: "HardwareTests",
+            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP"],
+            path: "HardwareTests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,16 @@
+import McuMgrCore
+
+/// A typed SMP request: its group, command and operation, its CBOR body (its `Encodable` fields) and
+/// the type its successful response decodes to. Custom groups are supported by defining one.
+public protocol McuMgrRequest: Encodable, Sendable {
+    associatedtype Response: Decodable & Sendable
+    static var group: McuMgrGroup { get }
+    static var command: McuMgrCommand { get }
+    static var operation: SMPOperation { get }
+}
+
+/// A response without fields (`{}`), or whose fields the caller does not need.
+public struct McuMgrEmptyResponse: Decodable, Sendable, Hashable {
+    public init() {}
+    public init(from decoder: any Decoder) throws {}
+}

@@ -1,0 +1,33 @@
+import McuMgrCore
+
+/// What a transport reports to its client.
+public enum McuMgrTransportEvent: Sendable {
+    /// One whole SMP packet (header and payload) from the device.
+    case packet([UInt8])
+    /// Received bytes that the link codec had to discard.
+    case dropped(SMPFramingDrop)
+    /// The link closed; with an error when it failed rather than being closed by us.
+    case closed(McuMgrError?)
+}
+
+/// A transport plugin: moves whole SMP packets over one link, framing them with the link's codec
+/// (an `SMPFramingCodec`). Serial, UDP, Bluetooth LE and the in-memory simulator conform.
+public protocol McuMgrTransport: AnyObject, Sendable {
+    /// The device this transport talks to, as a URI, for messages.
+    var name: String { get }
+    /// The largest SMP packet (header included) the link carries as one message.
+    var mtu: Int { get }
+    /// Session settings that suit this link (window, retransmission).
+    var sessionDefaults: SMPSessionConfiguration { get }
+
+    /// Opens the link. Events are delivered to `handler` in order until `.closed`.
+    /// - Throws: `McuMgrError` of kind `.transport` when the link cannot be opened.
+    func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws
+
+    /// Queues one whole SMP packet for sending. Packets go out in call order; failures arrive as
+    /// `.closed(error)`.
+    func send(_ packet: [UInt8]) throws
+
+    /// Closes the link; `.closed(nil)` follows.
+    func close() async
+}

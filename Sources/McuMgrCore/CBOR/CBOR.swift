@@ -1,0 +1,161 @@
+/// A CBOR data item (RFC 8949). Maps keep their order; duplicate keys are kept as sent.
+public indirect enum CBOR: Sendable, Hashable {
+    /// Major type 0.
+    case unsigned(UInt64)
+    /// Major type 1: the value is `-1 - n`.
+    case negative(UInt64)
+    /// Major type 2.
+    case bytes([UInt8])
+    /// Major type 3.
+    case text(String)
+    /// Major type 4.
+    case array([CBOR])
+    /// Major type 5, in wire order.
+    case map([CBORMapEntry])
+    /// Major type 6.
+    case tagged(UInt64, CBOR)
+    case bool(Bool)
+    case null
+    case undefined
+    /// A simple value other than false/true/null/undefined.
+    case simple(UInt8)
+    case half(Float)
+    case float(Float)
+    case double(Double)
+
+    /// An integer item from a signed value.
+    public static func int<I: BinaryInteger>(_ value: I) -> CBOR {
+        if value >= 0 { return .unsigned(UInt64(value)) }
+        return .negative(UInt64(-1 - Int64(value)))
+    }
+
+    /// A map item from text keys, in the given order.
+    public static func textMap(_ pairs: KeyValuePairs<String, CBOR>) -> CBOR {
+        .map(pairs.map { CBORMapEntry(key: .text($0.key), value: $0.value) })
+    }
+
+    /// The value for a text key of a map, nil for other items or a missing key.
+    public subscript(key: String) -> CBOR? {
+        guard case .map(let entries) = self else { return nil }
+        for entry in entries {
+            if case .text(let k) = entry.key, k == key { return entry.value }
+        }
+        return nil
+    }
+
+    /// The value as a signed 64-bit integer, if it is an integer that fits.
+    public var int64: Int64? {
+        switch self {
+        case .unsigned(let v): return v <= UInt64(Int64.max) ? Int64(v) : nil
+        case .negative(let n): return n <= UInt64(Int64.max) ? -1 - Int64(n) : nil
+        default: return nil
+        }
+    }
+
+    /// The value as an unsigned integer, if it is a non-negative integer.
+    public var uint64: UInt64? {
+        if case .unsigned(let v) = self { return v }
+        return nil
+    }
+
+    /// The value as `Int`, if it is an integer that fits.
+    public var int: Int? { int64.flatMap { Int(exactly: $0) } }
+
+    public var string: String? {
+        if case .text(let s) = self { return s }
+        return nil
+    }
+
+    public var byteString: [UInt8]? {
+        if case .bytes(let b) = self { return b }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    public var arrayValue: [CBOR]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    public var mapEntries: [CBORMapEntry]? {
+        if case .map(let m) = self { return m }
+        return nil
+    }
+
+    /// The value as a floating-point number (any float width, or an integer).
+    public var doubleValue: Double? {
+        switch self {
+        case .half(let f), .float(let f): return Double(f)
+        case .double(let d): return d
+        case .unsigned(let v): return Double(v)
+        case .negative(let n): return -1 - Double(n)
+        default: return nil
+        }
+    }
+}
+
+/// One key/value pair of a CBOR map.
+public struct CBORMapEntry: Sendable, Hashable {
+    public var key: CBOR
+    public var value: CBOR
+    public init(key: CBOR, value: CBOR) {
+        self.key = key
+        self.value = value
+    }
+}
+
+extension CBOR: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: CBOR...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (CBOR, CBOR)...) {
+        self = .map(elements.map { CBORMapEntry(key: $0.0, value: $0.1) })
+    }
+    public init(nilLiteral: ()) { self = .null }
+}
+
+/// Why CBOR bytes could not be decoded.
+public enum CBORError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The input ended inside an item.
+    case truncated
+    /// A reserved additional-information value (28-30), or an indefinite length where none is allowed.
+    case malformed(String)
+    /// A text string that is not valid UTF-8.
+    case invalidUTF8
+    /// Nesting deeper than the decoder allows.
+    case tooDeep
+    /// A declared length larger than the input could hold.
+    case lengthTooLarge(UInt64)
+    /// Bytes left after the top-level item.
+    case trailingBytes(Int)
+    /// A Codable mapping failed: what was expected, where.
+    case typeMismatch(expected: String, found: String, path: String)
+    /// A required key is missing.
+    case missingKey(String, path: String)
+    /// A value does not fit the requested Swift type.
+    case valueOutOfRange(String, path: String)
+
+    public var description: String {
+        switch self {
+        case .truncated: return "CBOR data ends inside an item"
+        case .malformed(let why): return "malformed CBOR: \(why)"
+        case .invalidUTF8: return "CBOR text string is not valid UTF-8"
+        case .tooDeep: return "CBOR nesting is too deep"
+        case .lengthTooLarge(let n): return "CBOR item declares length \(n), more than the data holds"
+        case .trailingBytes(let n): return "\(n) bytes follow the CBOR item"
+        case .typeMismatch(let expected, let found, let path):
+            return "expected \(expected) but found \(found) at \(path.isEmpty ? "top level" : path)"
+        case .missingKey(let key, let path):
+            return "missing key \"\(key)\" at \(path.isEmpty ? "top level" : path)"
+        case .valueOutOfRange(let what, let path):
+            return "\(what) out of range at \(path.isEmpty ? "top level" : path)"
+        }
+    }
+}
