@@ -7,6 +7,8 @@ public protocol McuMgrRequest: Encodable, Sendable {
     static var group: McuMgrGroup { get }
     static var command: McuMgrCommand { get }
     static var operation: SMPOperation { get }
+    /// How the request is named in messages, e.g. "image upload".
+    static var operationName: String { get }
 }
 
 /// A response without fields (`{}`), or whose fields the caller does not need.

@@ -13,4 +13,7 @@ public struct CBORDecoder: Sendable {
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         fatalError("CBORDecoder not implemented yet")
     }
+    public func decode<T: Decodable>(_ type: T.Type, from item: CBOR) throws -> T {
+        fatalError("CBORDecoder not implemented yet")
+    }
 }

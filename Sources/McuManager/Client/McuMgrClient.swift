@@ -1,0 +1,290 @@
+import Logging
+import McuMgrCore
+
+/// Drives the SMP session over a transport: assigns sequence numbers, keeps a window of requests in
+/// flight, times out and retransmits, and turns answers into typed responses or `McuMgrError`s.
+///
+/// Safe to call from any task; concurrent calls are pipelined up to the session window.
+public actor McuMgrClient {
+    /// Client settings.
+    public struct Configuration: Sendable {
+        /// How long to wait for an answer to an ordinary request.
+        public var timeout: Duration
+        /// Session settings; nil takes the transport's defaults.
+        public var session: SMPSessionConfiguration?
+
+        public init(timeout: Duration = .seconds(10), session: SMPSessionConfiguration? = nil) {
+            self.timeout = timeout
+            self.session = session
+        }
+    }
+
+    private enum LinkState {
+        case closed
+        case opening(Task<Void, Error>)
+        case open
+    }
+
+    /// The transport this client drives.
+    public nonisolated let transport: any McuMgrTransport
+    public nonisolated let configuration: Configuration
+    private let logger: Logger
+    private var session: SMPSession
+    private var link: LinkState = .closed
+    private var waiting: [SMPRequestID: CheckedContinuation<SMPPacket, any Error>] = [:]
+    private var operations: [SMPRequestID: String] = [:]
+    private var nextID: UInt64 = 0
+    private var timer: Task<Void, Never>?
+    private var timerDeadline: SMPInstant?
+    private var events: Task<Void, Never>?
+    private var lastDrop: SMPFramingDrop?
+    private let clock = ContinuousClock()
+    private let epoch: ContinuousClock.Instant
+
+    /// - Parameters:
+    ///   - transport: the link to the device; opened on the first request.
+    ///   - logger: receives debug-level traces of packets and drops; nothing above debug unless wrong.
+    public init(
+        transport: any McuMgrTransport, configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "mcumgr", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.transport = transport
+        self.configuration = configuration
+        self.logger = logger
+        self.session = SMPSession(
+            configuration: configuration.session ?? transport.sessionDefaults,
+            initialSequence: UInt8.random(in: 0...255))
+        self.epoch = clock.now
+    }
+
+    /// The SMP version requests currently use (v2 unless the device asked for v1).
+    public var version: SMPVersion { session.version }
+
+    /// Most requests in flight at once.
+    public var window: Int { session.configuration.window }
+
+    /// Changes how many requests may be in flight at once (pipelining depth).
+    public func setWindow(_ window: Int) {
+        execute(session.setWindow(window, now: now))
+    }
+
+    /// Sends a typed request and decodes its response.
+    /// - Throws: `McuMgrError` (device error, timeout, transport failure, malformed answer).
+    public func send<R: McuMgrRequest>(_ request: R, timeout: Duration? = nil) async throws -> R.Response {
+        let payload: [UInt8]
+        do {
+            payload = try CBOREncoder().encode(request)
+        } catch {
+            throw McuMgrError(.usage, "cannot encode \(R.self): \(error)")
+        }
+        let operation = R.operationName
+        let packet = try await send(
+            operation: R.operation, group: R.group, command: R.command, payload: payload,
+            timeout: timeout, name: operation)
+        return try Self.decode(R.Response.self, from: packet, operation: operation)
+    }
+
+    /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
+    public func send(
+        operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
+        timeout: Duration? = nil, name: String? = nil
+    ) async throws -> SMPPacket {
+        try await ensureOpen()
+        let id = SMPRequestID(nextID)
+        nextID &+= 1
+        let label = name ?? "\(group) command \(command)"
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiting[id] = continuation
+                operations[id] = label
+                if Task.isCancelled {
+                    execute([.fail(id, .cancelled)])
+                    return
+                }
+                execute(
+                    session.submit(
+                        id, operation: operation, group: group, command: command, payload: payload,
+                        timeout: timeout ?? configuration.timeout, now: now))
+            }
+        } onCancel: {
+            Task { await self.cancel(id) }
+        }
+    }
+
+    /// Decodes a response packet: device status first, then the typed body.
+    public static func decode<T: Decodable>(_ type: T.Type, from packet: SMPPacket, operation: String) throws -> T {
+        let item: CBOR
+        do {
+            item = packet.payload.isEmpty ? .map([]) : try CBOR(decoding: packet.payload)
+        } catch {
+            throw McuMgrError(
+                .protocolViolation,
+                "\(operation): the device's answer is not valid CBOR (\(error)); the firmware may be broken or the link corrupting data"
+            )
+        }
+        if let error = McuMgrError.device(SMPResponseStatus(response: item), operation: operation) {
+            throw error
+        }
+        do {
+            return try CBORDecoder().decode(T.self, from: item)
+        } catch {
+            throw McuMgrError(
+                .protocolViolation,
+                "\(operation): unexpected answer from the device (\(error)); the firmware may use a different protocol revision"
+            )
+        }
+    }
+
+    /// Closes the link. In-flight requests fail; the next request reopens it.
+    public func close() async {
+        let wasOpen: Bool
+        if case .closed = link { wasOpen = false } else { wasOpen = true }
+        link = .closed
+        execute(session.linkFailed("the connection was closed"))
+        events?.cancel()
+        events = nil
+        timer?.cancel()
+        timer = nil
+        timerDeadline = nil
+        if wasOpen { await transport.close() }
+    }
+
+    // MARK: - Internals
+
+    private var now: SMPInstant {
+        SMPInstant(nanoseconds: (clock.now - epoch).nanosecondsClamped)
+    }
+
+    private func ensureOpen() async throws {
+        switch link {
+        case .open:
+            return
+        case .opening(let task):
+            try await task.value
+        case .closed:
+            let (stream, continuation) = AsyncStream.makeStream(of: McuMgrTransportEvent.self)
+            let transport = self.transport
+            let task = Task {
+                try await transport.open { event in continuation.yield(event) }
+            }
+            link = .opening(task)
+            do {
+                try await task.value
+            } catch {
+                link = .closed
+                continuation.finish()
+                if let error = error as? McuMgrError { throw error }
+                throw McuMgrError(.transport, "cannot open \(transport.name): \(error)")
+            }
+            link = .open
+            lastDrop = nil
+            events = Task { [weak self] in
+                for await event in stream {
+                    guard let self else { return }
+                    await self.handle(event)
+                }
+            }
+        }
+    }
+
+    private func handle(_ event: McuMgrTransportEvent) {
+        switch event {
+        case .packet(let bytes):
+            execute(session.receive(bytes, now: now))
+        case .dropped(let drop):
+            lastDrop = drop
+            logger.debug("dropped received data: \(drop)")
+        case .closed(let error):
+            guard case .open = link else { return }
+            link = .closed
+            events?.cancel()
+            events = nil
+            let reason =
+                error?.message ?? "\(transport.name) closed the connection"
+            execute(session.linkFailed(reason))
+        }
+        logNotices()
+    }
+
+    private func cancel(_ id: SMPRequestID) {
+        execute(session.cancel(id, now: now))
+    }
+
+    private func timerFired() {
+        timerDeadline = nil
+        timer = nil
+        execute(session.tick(now: now))
+    }
+
+    private func logNotices() {
+        for notice in session.takeNotices() {
+            logger.debug("session: \(notice)")
+        }
+    }
+
+    private func execute(_ actions: [SMPSession.Action]) {
+        for action in actions {
+            switch action {
+            case .send(_, let bytes):
+                do {
+                    try transport.send(bytes)
+                } catch {
+                    let reason = (error as? McuMgrError)?.message ?? "cannot send to \(transport.name): \(error)"
+                    link = .closed
+                    execute(session.linkFailed(reason))
+                    return
+                }
+            case .complete(let id, let packet):
+                operations[id] = nil
+                waiting.removeValue(forKey: id)?.resume(returning: packet)
+            case .fail(let id, let error):
+                let operation = operations.removeValue(forKey: id) ?? "request"
+                waiting.removeValue(forKey: id)?.resume(throwing: mapError(error, operation: operation))
+            }
+        }
+        rearmTimer()
+    }
+
+    private func mapError(_ error: SMPSessionError, operation: String) -> McuMgrError {
+        switch error {
+        case .timeout:
+            var message = "\(transport.name) did not answer \(operation): \(error)."
+            if let lastDrop {
+                message += " Data did arrive but was unusable (\(lastDrop)): check the baud rate and framing (console vs raw)."
+            } else {
+                message +=
+                    " Check that the device is connected and powered, runs firmware with SMP enabled, and that the device URI is right; raise --timeout for slow operations."
+            }
+            return McuMgrError(.timeout, message)
+        case .linkFailed(let reason):
+            return McuMgrError(.transport, "\(operation) failed: \(reason)")
+        case .cancelled:
+            return McuMgrError(.cancelled, "\(operation) was cancelled")
+        }
+    }
+
+    private func rearmTimer() {
+        guard let deadline = session.nextDeadline else {
+            timer?.cancel()
+            timer = nil
+            timerDeadline = nil
+            return
+        }
+        // Deadlines mostly move later; only re-arm when the new one is earlier.
+        if let current = timerDeadline, current <= deadline { return }
+        timer?.cancel()
+        timerDeadline = deadline
+        let wake = epoch + .nanoseconds(Int64(clamping: deadline.nanoseconds))
+        timer = Task { [weak self] in
+            try? await Task.sleep(until: wake, clock: .continuous)
+            guard !Task.isCancelled, let self else { return }
+            await self.timerFired()
+        }
+    }
+}
+
+extension McuMgrRequest {
+    public static var operationName: String {
+        "\(group.name ?? "group \(group.rawValue)") command \(command.rawValue)"
+    }
+}
