@@ -30,4 +30,11 @@ public protocol McuMgrTransport: AnyObject, Sendable {
 
     /// Closes the link; `.closed(nil)` follows.
     func close() async
+
+    /// The largest SMP packet to send to a device whose SMP buffer (`buf_size`) is `deviceBufferSize`.
+    func maximumPacketSize(deviceBufferSize: Int) -> Int
+}
+
+extension McuMgrTransport {
+    public func maximumPacketSize(deviceBufferSize: Int) -> Int { min(mtu, deviceBufferSize) }
 }

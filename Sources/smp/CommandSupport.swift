@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import Logging
+import McuManager
+import McuMgrCore
+
+/// Options every device command takes; accepted before or after the subcommand names.
+struct GlobalOptions: ParsableArguments {
+    @Option(
+        name: [.short, .long],
+        help: ArgumentHelp(
+            "The device: serial:/dev/ttyACM0?baud=115200, udp:HOST[:PORT], udp:[::1]:1337, sim: (default: $SMP_DEVICE).",
+            valueName: "uri"))
+    var device: String?
+
+    @Flag(help: "Print the device's answer as JSON (protocol keys; byte strings as lowercase hex).")
+    var json = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for each answer.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    @Flag(name: [.short, .long], help: "Show the chosen device and protocol details on stderr.")
+    var verbose = false
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 3600 else {
+            throw ValidationError("--timeout must be between 0 and 3600 seconds")
+        }
+    }
+}
+
+/// Exit codes that tell failures apart (sysexits-style).
+enum ExitStatus {
+    static let success: Int32 = 0
+    /// The device answered with an error.
+    static let deviceError: Int32 = 1
+    /// Bad command line (EX_USAGE).
+    static let usage: Int32 = 64
+    /// A local file is missing or unusable (EX_NOINPUT).
+    static let file: Int32 = 66
+    /// The link could not be opened or failed (EX_UNAVAILABLE).
+    static let transport: Int32 = 69
+    /// The device did not answer in time (EX_TEMPFAIL).
+    static let timeout: Int32 = 75
+    /// The device's answer broke the protocol (EX_PROTOCOL).
+    static let protocolError: Int32 = 76
+    /// Interrupted.
+    static let cancelled: Int32 = 130
+
+    static func code(for kind: McuMgrError.Kind) -> Int32 {
+        switch kind {
+        case .device: return deviceError
+        case .usage: return usage
+        case .file: return file
+        case .transport: return transport
+        case .timeout: return timeout
+        case .protocolViolation: return protocolError
+        case .cancelled: return cancelled
+        }
+    }
+}
+
+/// What a device command works with.
+struct CommandContext: Sendable {
+    let client: McuMgrClient
+    let options: GlobalOptions
+    let uri: McuMgrDeviceURI
+
+    var json: Bool { options.json }
+
+    /// Prints a typed answer: JSON with protocol keys under --json, else the human text.
+    func emit<T: Encodable>(_ value: T, human: () -> String) throws {
+        if json {
+            Terminal.print(JSONRendering.render(try CBOREncoder().encodeItem(value)))
+        } else {
+            let text = human()
+            if !text.isEmpty { Terminal.print(text) }
+        }
+    }
+
+    /// Prints a CBOR answer.
+    func emit(item: CBOR, human: () -> String) {
+        if json {
+            Terminal.print(JSONRendering.render(item))
+        } else {
+            let text = human()
+            if !text.isEmpty { Terminal.print(text) }
+        }
+    }
+
+    func progressBar(_ label: String) -> ProgressBar {
+        ProgressBar(label: label, enabled: Terminal.stdoutIsTTY && !json)
+    }
+}
+
+/// A subcommand that talks to a device.
+protocol DeviceCommand: AsyncParsableCommand {
+    var global: GlobalOptions { get }
+    func run(context: CommandContext) async throws
+}
+
+extension DeviceCommand {
+    func run() async throws {
+        try await CommandRunner.run(global) { context in try await run(context: context) }
+    }
+}
+
+enum CommandRunner {
+    /// Connects to the device named by the options, runs `body`, and turns errors into messages and
+    /// exit codes.
+    static func run(_ options: GlobalOptions, _ body: (CommandContext) async throws -> Void) async throws {
+        var client: McuMgrClient?
+        do {
+            let uri = try DeviceResolver.uri(from: options.device)
+            if options.verbose { Terminal.error("device: \(uri)") }
+            var logger = Logger(label: "smp")
+            logger.logLevel = options.verbose ? .debug : .warning
+            let transport = try DeviceResolver.transport(for: uri, logger: logger)
+            let c = McuMgrClient(
+                transport: transport,
+                configuration: .init(timeout: .milliseconds(Int64(options.timeout * 1000))),
+                logger: logger)
+            client = c
+            try await body(CommandContext(client: c, options: options, uri: uri))
+            await c.close()
+        } catch let error as McuMgrError {
+            await client?.close()
+            report(error, json: options.json)
+            throw ExitCode(ExitStatus.code(for: error.kind))
+        } catch let error as CBORError {
+            await client?.close()
+            report(McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)"), json: options.json)
+            throw ExitCode(ExitStatus.protocolError)
+        }
+    }
+
+    static func report(_ error: McuMgrError, json: Bool) {
+        if json {
+            var entries: [CBORMapEntry] = [
+                .init(key: "kind", value: .text(error.kind.rawValue)),
+                .init(key: "message", value: .text(error.message)),
+            ]
+            if let rc = error.returnCode {
+                entries.append(.init(key: "rc", value: .int(rc.rawValue)))
+                entries.append(.init(key: "name", value: .text(rc.name)))
+            }
+            if let g = error.groupError {
+                entries.append(.init(key: "group", value: .int(Int(g.group.rawValue))))
+                entries.append(.init(key: "group_rc", value: .int(g.rc)))
+                entries.append(.init(key: "name", value: .text(g.name)))
+            }
+            Terminal.print(JSONRendering.render(.map([.init(key: "error", value: .map(entries))])))
+        }
+        Terminal.error("error: \(error.message)")
+    }
+}

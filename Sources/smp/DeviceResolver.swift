@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+import McuManager
+import McuMgrSerial
+import McuMgrSimulator
+import McuMgrUDP
+
+/// Turns the --device option (or $SMP_DEVICE) into a transport.
+enum DeviceResolver {
+    static func uri(from option: String?) throws -> McuMgrDeviceURI {
+        let text = option ?? ProcessInfo.processInfo.environment["SMP_DEVICE"]
+        guard let text, !text.isEmpty else {
+            throw McuMgrError(
+                .usage,
+                "no device given; pass --device URI or set SMP_DEVICE, e.g. serial:/dev/ttyACM0, udp:192.0.2.7, or sim: for the built-in simulated device"
+            )
+        }
+        return try McuMgrDeviceURI(parsing: text)
+    }
+
+    static func transport(for uri: McuMgrDeviceURI, logger: Logger) throws -> any McuMgrTransport {
+        switch uri.scheme {
+        case .serial:
+            try checkOptions(uri, allowed: ["baud", "framing", "line", "mtu", "flow"])
+            var configuration = SerialTransport.Configuration(path: uri.target)
+            if let baud = try uri.intOption("baud", in: 50...12_000_000) { configuration.baudRate = baud }
+            if let framing = uri.option("framing") {
+                guard let f = SerialTransport.Framing(rawValue: framing.lowercased()) else {
+                    throw McuMgrError(.usage, "framing=\(framing) in \(uri): use framing=console or framing=raw")
+                }
+                configuration.framing = f
+            }
+            if let line = try uri.intOption("line", in: 8...65536) { configuration.lineLength = line }
+            if let mtu = try uri.intOption("mtu", in: 32...65535) { configuration.mtu = mtu }
+            if let flow = uri.option("flow") {
+                switch flow.lowercased() {
+                case "", "rtscts", "hw", "hardware", "1", "on", "true": configuration.flowControl = true
+                case "none", "off", "0", "false": configuration.flowControl = false
+                default: throw McuMgrError(.usage, "flow=\(flow) in \(uri): use flow=rtscts or flow=none")
+                }
+            }
+            return SerialTransport(configuration: configuration, logger: logger)
+        case .udp:
+            try checkOptions(uri, allowed: ["mtu", "retransmit"])
+            var configuration = UDPTransport.Configuration(host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort)
+            if let mtu = try uri.intOption("mtu", in: 32...65000) { configuration.mtu = mtu }
+            if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
+            return UDPTransport(configuration: configuration)
+        case .sim:
+            return try SimulatorURI.transport(for: uri)
+        case .ble:
+            throw McuMgrError(
+                .usage,
+                "Bluetooth LE devices are not supported by this build yet; use a serial or UDP device, or sim:")
+        }
+    }
+
+    static func checkOptions(_ uri: McuMgrDeviceURI, allowed: Set<String>) throws {
+        for option in uri.options where !allowed.contains(option.key) {
+            throw McuMgrError(
+                .usage,
+                "unknown option \"\(option.key)\" in \(uri); \(uri.scheme.rawValue) devices take: \(allowed.sorted().joined(separator: ", "))"
+            )
+        }
+    }
+}

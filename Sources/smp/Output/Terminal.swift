@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Writing to the terminal: plain lines, errors, and a progress bar when stdout is a TTY.
+enum Terminal {
+    static let stdoutIsTTY = isatty(STDOUT_FILENO) == 1
+    static let stderrIsTTY = isatty(STDERR_FILENO) == 1
+
+    static func print(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Human-readable byte count.
+    static func bytes(_ n: Double) -> String {
+        let units = ["B", "KiB", "MiB", "GiB"]
+        var value = n
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(Int(value)) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "--:--" }
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%02d:%02d", s / 60, s % 60)
+    }
+}
+
+/// A one-line progress bar with rate and ETA, redrawn at most 10 times a second. Silent unless stdout
+/// is a terminal.
+final class ProgressBar: @unchecked Sendable {
+    private let label: String
+    private let enabled: Bool
+    private let lock = NSLock()
+    private var lastDraw = Date.distantPast
+    private let start = Date()
+    private var drawn = false
+
+    init(label: String, enabled: Bool = Terminal.stdoutIsTTY) {
+        self.label = label
+        self.enabled = enabled
+    }
+
+    func update(done: Int, total: Int) {
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let now = Date()
+        guard done >= total || now.timeIntervalSince(lastDraw) >= 0.1 else { return }
+        lastDraw = now
+        let elapsed = max(now.timeIntervalSince(start), 0.001)
+        let rate = Double(done) / elapsed
+        let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
+        let width = 30
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        let eta = rate > 0 ? Double(total - done) / rate : .infinity
+        let percent = String(format: "%3d%%", Int(fraction * 100))
+        let line =
+            "\r\(label) \(bar) \(percent) \(Terminal.bytes(Double(done)))/\(Terminal.bytes(Double(total))) "
+            + "\(Terminal.bytes(rate))/s ETA \(Terminal.duration(eta)) "
+        FileHandle.standardOutput.write(Data(line.utf8))
+        drawn = true
+    }
+
+    /// Ends the bar's line.
+    func finish() {
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if drawn { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        drawn = false
+    }
+}
