@@ -1,0 +1,44 @@
+import McuMgrCore
+import NIOCore
+
+/// Emulates a link's speed and latency for a front end: bytes take `10 / baud` seconds each on the
+/// wire (8N1), in each direction independently, plus a fixed latency per packet.
+struct LinkEmulation: Sendable {
+    /// Bits per second, or nil for an unthrottled link.
+    var baudRate: Int?
+    /// Added to every answer.
+    var latency: Duration
+
+    private var receiveFree = NIODeadline.uptimeNanoseconds(0)
+    private var transmitFree = NIODeadline.uptimeNanoseconds(0)
+
+    init(baudRate: Int?, latency: Duration) {
+        self.baudRate = baudRate
+        self.latency = latency
+    }
+
+    private func wireTime(_ count: Int) -> TimeAmount {
+        guard let baudRate, baudRate > 0 else { return .zero }
+        return .nanoseconds(Int64(count) * 10 * 1_000_000_000 / Int64(baudRate))
+    }
+
+    /// When `count` bytes read now have fully arrived over the emulated wire.
+    mutating func arrival(of count: Int, now: NIODeadline) -> NIODeadline {
+        guard baudRate != nil else { return now }
+        receiveFree = max(receiveFree, now) + wireTime(count)
+        return receiveFree
+    }
+
+    /// When `count` bytes written now have fully left over the emulated wire (latency included).
+    mutating func departure(of count: Int, now: NIODeadline) -> NIODeadline {
+        let start = now + .nanoseconds(Int64(clamping: latency.nanosecondsClamped))
+        guard baudRate != nil else { return start }
+        transmitFree = max(transmitFree, start) + wireTime(count)
+        return transmitFree
+    }
+}
+
+/// The simulator's monotonic clock, as the core's `SMPInstant`.
+enum SimulatorClock {
+    static func now() -> SMPInstant { SMPInstant(nanoseconds: NIODeadline.now().uptimeNanoseconds) }
+}

@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import McuMgrCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Serves a simulated device over a pseudo-terminal, with console or raw framing and optional
+/// emulation of the link's baud rate and latency. Clients open `path` like a real serial port.
+public final class PtyFrontEnd: Sendable {
+    /// Pty settings.
+    public struct Configuration: Sendable {
+        /// Console (Base64 lines) or raw framing.
+        public var rawFraming: Bool
+        /// Longest frame line the device sends, markers and newline included.
+        public var lineLength: Int
+        /// Emulated link speed in bits per second; nil = as fast as the pty goes.
+        public var baudRate: Int?
+        /// Delay added before every answer.
+        public var latency: Duration
+        /// Where to put a symlink to the pty (replacing what is there), if anywhere.
+        public var linkPath: String?
+
+        public init(
+            rawFraming: Bool = false, lineLength: Int = 127, baudRate: Int? = nil, latency: Duration = .zero,
+            linkPath: String? = nil
+        ) {
+            self.rawFraming = rawFraming
+            self.lineLength = lineLength
+            self.baudRate = baudRate
+            self.latency = latency
+            self.linkPath = linkPath
+        }
+    }
+
+    public let device: SimulatedDevice
+    public let configuration: Configuration
+    private let group: any EventLoopGroup
+    private let state = NIOLockedValueBox<(channel: any Channel, slave: Int32, path: String)?>(nil)
+
+    public init(
+        device: SimulatedDevice, configuration: Configuration = .init(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.device = device
+        self.configuration = configuration
+        self.group = group
+    }
+
+    /// The pty's device path (e.g. /dev/pts/3) once started.
+    public var path: String? { state.withLockedValue { $0?.path } }
+
+    /// Creates the pty and starts serving; returns its path.
+    @discardableResult
+    public func start() async throws -> String {
+        var master: Int32 = -1
+        var slave: Int32 = -1
+        guard openpty(&master, &slave, nil, nil, nil) == 0 else {
+            throw SimulatorFrontEndError("openpty failed: \(String(cString: strerror(errno)))")
+        }
+        var t = termios()
+        tcgetattr(slave, &t)
+        cfmakeraw(&t)
+        tcsetattr(slave, TCSANOW, &t)
+        tcgetattr(master, &t)
+        cfmakeraw(&t)
+        tcsetattr(master, TCSANOW, &t)
+        let flags = fcntl(master, F_GETFL)
+        _ = fcntl(master, F_SETFL, flags | O_NONBLOCK)
+        guard let name = ttyname(slave) else {
+            close(master)
+            close(slave)
+            throw SimulatorFrontEndError("ttyname failed: \(String(cString: strerror(errno)))")
+        }
+        let path = String(cString: name)
+        if let link = configuration.linkPath {
+            unlink(link)
+            guard symlink(path, link) == 0 else {
+                let reason = String(cString: strerror(errno))
+                close(master)
+                close(slave)
+                throw SimulatorFrontEndError("cannot create symlink \(link) -> \(path): \(reason)")
+            }
+        }
+        let codec: any SMPFramingCodec =
+            configuration.rawFraming
+            ? RawSerialCodec() : ConsoleSerialCodec(maximumLineLength: configuration.lineLength)
+        let handler = SimulatorLinkHandler(
+            device: device, codec: codec,
+            emulation: LinkEmulation(baudRate: configuration.baudRate, latency: configuration.latency))
+        let channel = try await NIOPipeBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+            .takingOwnershipOfDescriptor(inputOutput: master).get()
+        // Keep a slave descriptor open ourselves: without one the master reads EIO whenever no client
+        // has the port open.
+        state.withLockedValue { $0 = (channel, slave, path) }
+        return path
+    }
+
+    /// Stops serving and removes the symlink.
+    public func stop() async {
+        guard let s = state.withLockedValue({ s -> (channel: any Channel, slave: Int32, path: String)? in
+            defer { s = nil }
+            return s
+        }) else { return }
+        try? await s.channel.close()
+        close(s.slave)
+        if let link = configuration.linkPath { unlink(link) }
+    }
+}
+
+/// A front end could not start.
+public struct SimulatorFrontEndError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Decodes link bytes, hands whole requests to the device and writes back its answers, pacing both
+/// directions when a baud rate is emulated.
+final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    // Touched only on the channel's event loop.
+    private let device: SimulatedDevice
+    private var codec: any SMPFramingCodec
+    private var emulation: LinkEmulation
+
+    init(device: SimulatedDevice, codec: any SMPFramingCodec, emulation: LinkEmulation) {
+        self.device = device
+        self.codec = codec
+        self.emulation = emulation
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = Array(unwrapInboundIn(data).readableBytesView)
+        let now = NIODeadline.now()
+        let arrival = emulation.arrival(of: bytes.count, now: now)
+        if arrival <= now {
+            process(bytes, context: context)
+        } else {
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(deadline: arrival) {
+                let (handler, context) = loopBound.value
+                handler.process(bytes, context: context)
+            }
+        }
+    }
+
+    private func process(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        for event in codec.decode(bytes) {
+            guard case .packet(let request) = event else { continue }
+            guard let response = device.handle(request, now: SimulatorClock.now()) else { continue }
+            var buffer = context.channel.allocator.buffer(capacity: response.count * 2)
+            for unit in codec.encode(response) { buffer.writeBytes(unit) }
+            let now = NIODeadline.now()
+            let departure = emulation.departure(of: buffer.readableBytes, now: now)
+            if departure <= now {
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            } else {
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(deadline: departure) {
+                    let (handler, context) = loopBound.value
+                    context.writeAndFlush(handler.wrapOutboundOut(buffer), promise: nil)
+                }
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // EIO when no client holds the port open is normal for a pty master; keep serving.
+        if let io = error as? IOError, io.errnoCode == EIO { return }
+        context.fireErrorCaught(error)
+    }
+}

@@ -1,0 +1,167 @@
+import ArgumentParser
+import Foundation
+import McuMgrCore
+import McuMgrSimulator
+import NIOCore
+
+/// `smp-sim`: a simulated SMP device served over a pty and/or UDP until signalled.
+@main
+struct SMPSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "smp-sim",
+        abstract: "A simulated SMP (mcumgr) device for tests, demos and test rigs.",
+        discussion: """
+            Serves every SMP group (OS, image with MCUboot slots, stats, settings, file system, shell,
+            enumeration, basic, and the Mynewt log/crash/run groups) over a pseudo-terminal and/or UDP.
+            Prints one line per front end when ready, then runs until SIGINT or SIGTERM.
+
+            Examples:
+              smp-sim --pty-link /tmp/smp-tty                 # then: smp --device serial:/tmp/smp-tty os echo hi
+              smp-sim --udp 127.0.0.1:1337                    # then: smp --device udp:127.0.0.1 image list
+              smp-sim --pty-link /tmp/tty --baud 1000000      # emulate a 1 Mbaud UART
+            """)
+
+    @Option(help: ArgumentHelp("Serve over a new pty and make PATH a symlink to it.", valueName: "path"))
+    var ptyLink: String?
+
+    @Flag(help: "Serve over a new pty (its path is printed); implied by --pty-link.")
+    var pty = false
+
+    @Option(help: ArgumentHelp("Serve over UDP at HOST:PORT ([::1]:1337 for IPv6; port 0 picks one). Repeatable.", valueName: "host:port"))
+    var udp: [String] = []
+
+    @Option(help: "Serial framing on the pty: console (Base64 lines, the default) or raw.")
+    var framing: String = "console"
+
+    @Option(help: "Longest console frame line the device sends, markers and newline included.")
+    var lineLength: Int = 127
+
+    @Option(help: ArgumentHelp("Emulate a serial link of this many bits per second on the pty (8N1).", valueName: "baud"))
+    var baud: Int?
+
+    @Option(help: ArgumentHelp("Delay every answer by this many milliseconds.", valueName: "ms"))
+    var latency: Int = 0
+
+    @Option(help: "The device's SMP buffer size (buf_size), header included.")
+    var bufSize: Int = 2048
+
+    @Option(help: "The device's number of SMP buffers (buf_count).")
+    var bufCount: Int = 4
+
+    @Flag(help: "Behave like a server that predates SMP v2 (answers v1 only).")
+    var v1Only = false
+
+    @Flag(help: "Encode answers with indefinite-length maps, as non-canonical zcbor does.")
+    var indefiniteMaps = false
+
+    @Option(help: "Number of updatable images (1 = single image; 2 = app + net core).")
+    var images: Int = 1
+
+    func validate() throws {
+        if ptyLink == nil, !pty, udp.isEmpty {
+            throw ValidationError("give at least one front end: --pty, --pty-link PATH or --udp HOST:PORT")
+        }
+        guard ["console", "raw"].contains(framing) else { throw ValidationError("--framing must be console or raw") }
+        guard (8...4096).contains(lineLength) else { throw ValidationError("--line-length must be 8...4096") }
+        guard (64...65535).contains(bufSize) else { throw ValidationError("--buf-size must be 64...65535") }
+        guard (1...64).contains(bufCount) else { throw ValidationError("--buf-count must be 1...64") }
+        guard (1...8).contains(images) else { throw ValidationError("--images must be 1...8") }
+        if let baud, baud < 300 { throw ValidationError("--baud must be at least 300") }
+        for endpoint in udp { _ = try Self.hostPort(endpoint) }
+    }
+
+    static func hostPort(_ text: String) throws -> (String, Int) {
+        let uri = try? McuMgrEndpoint.parse(text)
+        guard let uri else { throw ValidationError("--udp \(text): use HOST:PORT, e.g. 127.0.0.1:1337 or [::1]:1337") }
+        return uri
+    }
+
+    func run() async throws {
+        var configuration = SimulatorConfiguration()
+        configuration.bufferSize = bufSize
+        configuration.bufferCount = bufCount
+        configuration.v1Only = v1Only
+        configuration.indefiniteLengthMaps = indefiniteMaps
+        configuration.imageCount = images
+        let device = SimulatedDevice(configuration: configuration)
+
+        var stops: [@Sendable () async -> Void] = []
+        if pty || ptyLink != nil {
+            let frontEnd = PtyFrontEnd(
+                device: device,
+                configuration: .init(
+                    rawFraming: framing == "raw", lineLength: lineLength, baudRate: baud,
+                    latency: .milliseconds(latency), linkPath: ptyLink))
+            let path = try await frontEnd.start()
+            stops.append { await frontEnd.stop() }
+            print("pty \(path)" + (ptyLink.map { " link \($0)" } ?? "") + " framing \(framing)" + (baud.map { " baud \($0)" } ?? ""))
+        }
+        for endpoint in udp {
+            let (host, port) = try Self.hostPort(endpoint)
+            let frontEnd = UDPFrontEnd(device: device, host: host, port: port, latency: .milliseconds(latency))
+            let address = try await frontEnd.start()
+            stops.append { await frontEnd.stop() }
+            let shown = address.protocol == .inet6 ? "[\(address.ipAddress ?? host)]" : (address.ipAddress ?? host)
+            print("udp \(shown):\(address.port ?? port)")
+        }
+        fflush(stdout)
+        await Signals.wait(for: [SIGINT, SIGTERM])
+        for stop in stops { await stop() }
+    }
+}
+
+/// HOST:PORT parsing for --udp.
+enum McuMgrEndpoint {
+    static func parse(_ text: String) throws -> (String, Int) {
+        var host: Substring
+        var portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[close...].hasPrefix("]:") else { throw ValidationError("bad endpoint") }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw ValidationError("bad endpoint") }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { throw ValidationError("bad endpoint") }
+        return (String(host), port)
+    }
+}
+
+/// Waits for a signal without blocking a thread.
+enum Signals {
+    static func wait(for signals: [Int32]) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = OnceFlag()
+            var sources: [any DispatchSourceSignal] = []
+            for s in signals {
+                signal(s, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: s, queue: .global())
+                source.setEventHandler {
+                    if once.fire() { continuation.resume() }
+                }
+                source.resume()
+                sources.append(source)
+            }
+            Retainer.keep(sources)
+        }
+    }
+}
+
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fired = false
+    func fire() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if fired { return false }
+        fired = true
+        return true
+    }
+}
+
+enum Retainer {
+    nonisolated(unsafe) static var objects: [Any] = []
+    static func keep(_ o: Any) { objects.append(o) }
+}
