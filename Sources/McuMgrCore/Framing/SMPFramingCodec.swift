@@ -45,6 +45,14 @@ public enum SMPFramingDrop: Sendable, Hashable, CustomStringConvertible {
     case invalidHeader(length: Int)
     /// A line longer than the frame limit.
     case lineTooLong(length: Int)
+    /// A serial packet whose length field is too small to hold even its CRC.
+    case invalidLength(announced: Int)
+    /// A frame line cut short by the marker of another frame before its newline.
+    case truncatedFrame(length: Int)
+    /// Fewer bytes arrived than the packet's length announced (a datagram cut short).
+    case truncatedPacket(announced: Int, received: Int)
+    /// Stream bytes skipped while looking for the next valid SMP header (raw serial resynchronisation).
+    case skippedBytes(count: Int)
 
     public var description: String {
         switch self {
@@ -60,6 +68,14 @@ public enum SMPFramingDrop: Sendable, Hashable, CustomStringConvertible {
             return "packet announces \(announced) bytes, more than the limit of \(limit)"
         case .invalidHeader(let length): return "\(length)-byte packet without a valid SMP header"
         case .lineTooLong(let length): return "frame line of \(length) bytes exceeds the limit"
+        case .invalidLength(let announced):
+            return "serial packet announces \(announced) bytes, fewer than its 2-byte CRC"
+        case .truncatedFrame(let length):
+            return "frame line cut short after \(length) bytes by the start of another frame"
+        case .truncatedPacket(let announced, let received):
+            return "packet shorter than announced (\(received) < \(announced) bytes)"
+        case .skippedBytes(let count):
+            return "skipped \(count) bytes that do not start a valid SMP packet"
         }
     }
 }

@@ -1,0 +1,152 @@
+import McuMgrCore
+import Testing
+
+/// Checks that a link decoder's output does not depend on how its input is split, in the manner of
+/// SwiftNIO's `ByteToMessageDecoderVerifier`.
+enum FramingCodecVerifier {
+    /// Feeds `input` to fresh codecs whole, byte by byte, and in `randomSplits` random splits (seeded,
+    /// so a failure reproduces), and to one codec reused after `reset()`. Records an issue unless every
+    /// way yields the same events, and `expected` if given. Returns the events of the whole feed.
+    @discardableResult
+    static func verifyStream<Codec: SMPFramingCodec>(
+        _ makeCodec: () -> Codec,
+        input: [UInt8],
+        expected: [SMPFramingEvent]? = nil,
+        seed: UInt64 = 0x5EED_F4A3,
+        randomSplits: Int = 50,
+        byteByByte: Bool = true,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [SMPFramingEvent] {
+        let whole = feed(makeCodec(), chunks: [input])
+        if let expected {
+            #expect(
+                whole == expected, "whole input: \(difference(whole, expected))", sourceLocation: sourceLocation)
+        }
+        if byteByByte {
+            let single = feed(makeCodec(), chunks: input.map { [$0] })
+            #expect(
+                single == whole, "byte by byte: \(difference(single, whole))", sourceLocation: sourceLocation)
+        }
+        var random = FramingTestRandom(seed: seed)
+        var reused = makeCodec()
+        for round in 0..<randomSplits {
+            let chunks = randomChunks(of: input, using: &random)
+            let events: [SMPFramingEvent]
+            if round % 2 == 0 {
+                events = feed(makeCodec(), chunks: chunks)
+            } else {
+                // Leave the reused codec in some partial state first, then check reset() forgets it.
+                _ = reused.decode(Array(input.prefix(Int(random.next(below: UInt64(input.count + 1))))))
+                reused.reset()
+                events = feed(&reused, chunks: chunks)
+            }
+            #expect(
+                events == whole,
+                "random split \(round) (seed \(seed), \(chunks.count) chunks): \(difference(events, whole))",
+                sourceLocation: sourceLocation)
+        }
+        return whole
+    }
+
+    /// For datagram codecs: decodes each datagram with a fresh codec, with one codec in sequence, and
+    /// with one codec reset between datagrams; records an issue unless all agree (and match
+    /// `expected`, if given). Returns the events in order.
+    @discardableResult
+    static func verifyDatagrams<Codec: SMPFramingCodec>(
+        _ makeCodec: () -> Codec,
+        datagrams: [[UInt8]],
+        expected: [SMPFramingEvent]? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [SMPFramingEvent] {
+        let fresh = datagrams.flatMap { datagram -> [SMPFramingEvent] in
+            var codec = makeCodec()
+            return codec.decode(datagram)
+        }
+        if let expected {
+            #expect(fresh == expected, "\(difference(fresh, expected))", sourceLocation: sourceLocation)
+        }
+        var sequential = makeCodec()
+        let inSequence = datagrams.flatMap { sequential.decode($0) }
+        #expect(inSequence == fresh, "in sequence: \(difference(inSequence, fresh))", sourceLocation: sourceLocation)
+        var resetting = makeCodec()
+        let withReset = datagrams.flatMap { datagram -> [SMPFramingEvent] in
+            defer { resetting.reset() }
+            return resetting.decode(datagram)
+        }
+        #expect(withReset == fresh, "with reset: \(difference(withReset, fresh))", sourceLocation: sourceLocation)
+        return fresh
+    }
+
+    static func feed<Codec: SMPFramingCodec>(_ codec: Codec, chunks: [[UInt8]]) -> [SMPFramingEvent] {
+        var codec = codec
+        return feed(&codec, chunks: chunks)
+    }
+
+    static func feed<Codec: SMPFramingCodec>(_ codec: inout Codec, chunks: [[UInt8]]) -> [SMPFramingEvent] {
+        var events: [SMPFramingEvent] = []
+        for chunk in chunks { events += codec.decode(chunk) }
+        return events
+    }
+
+    /// Cuts `input` at random points, sometimes finely, with an occasional empty chunk.
+    static func randomChunks(of input: [UInt8], using random: inout FramingTestRandom) -> [[UInt8]] {
+        var chunks: [[UInt8]] = []
+        var start = 0
+        let fine = random.next(below: 4) == 0
+        while start < input.count {
+            let remaining = input.count - start
+            let limit = fine ? min(remaining, 8) : max(1, min(remaining, Int(random.next(below: UInt64(remaining / 2 + 2)))))
+            let size = 1 + Int(random.next(below: UInt64(limit)))
+            if random.next(below: 16) == 0 { chunks.append([]) }
+            chunks.append(Array(input[start..<min(input.count, start + size)]))
+            start += size
+        }
+        return chunks
+    }
+
+    /// A short account of where two event lists first differ (packets can be large).
+    static func difference(_ actual: [SMPFramingEvent], _ expected: [SMPFramingEvent]) -> String {
+        if actual == expected { return "same" }
+        let index = zip(actual, expected).prefix { $0 == $1 }.count
+        func show(_ events: [SMPFramingEvent], _ at: Int) -> String {
+            guard at < events.count else { return "<end>" }
+            return summary(events[at])
+        }
+        return "\(actual.count) events vs \(expected.count) expected; first difference at \(index): "
+            + "\(show(actual, index)) vs \(show(expected, index))"
+    }
+
+    static func summary(_ event: SMPFramingEvent) -> String {
+        switch event {
+        case .packet(let bytes):
+            let head = bytes.prefix(12).map { String($0, radix: 16) }.joined(separator: " ")
+            return "packet(\(bytes.count) bytes: \(head)\(bytes.count > 12 ? " …" : ""))"
+        case .dropped(let reason):
+            return "dropped(\(reason))"
+        }
+    }
+}
+
+/// SplitMix64: a small seeded generator so random tests reproduce.
+struct FramingTestRandom: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A value in `0..<bound` (0 when bound is 0).
+    mutating func next(below bound: UInt64) -> UInt64 {
+        bound == 0 ? 0 : next() % bound
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
+    }
+}
