@@ -8,7 +8,7 @@ import McuManager
 /// Thin wrappers over the system calls the serial transport makes; each names its C call and retries
 /// on EINTR.
 enum Syscall {
-    static func open(_ path: String, _ flags: Int32) throws(SerialPortError) -> Int32 {
+    static func open(_ path: String, _ flags: Int32) throws -> Int32 {
         while true {
             let fd = Glibc.open(path, flags)
             if fd >= 0 { return fd }
@@ -17,7 +17,7 @@ enum Syscall {
         }
     }
 
-    static func tcgetattr(_ fd: Int32, path: String) throws(SerialPortError) -> termios {
+    static func tcgetattr(_ fd: Int32, path: String) throws -> termios {
         var t = termios()
         while Glibc.tcgetattr(fd, &t) != 0 {
             if errno == EINTR { continue }
@@ -26,7 +26,7 @@ enum Syscall {
         return t
     }
 
-    static func tcsetattr(_ fd: Int32, _ t: termios, path: String) throws(SerialPortError) {
+    static func tcsetattr(_ fd: Int32, _ t: termios, path: String) throws {
         var t = t
         while Glibc.tcsetattr(fd, TCSANOW, &t) != 0 {
             if errno == EINTR { continue }
@@ -92,7 +92,7 @@ enum Termios {
         let fd: Int32
         do {
             fd = try Syscall.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
-        } catch {
+        } catch let error as SerialPortError {
             throw error.asMcuMgrError
         }
         do {
