@@ -68,17 +68,22 @@ struct CommandContext: Sendable {
 
     var json: Bool { options.json }
 
-    /// Prints a typed answer: JSON with protocol keys under --json, else the human text.
-    func emit<T: Encodable>(_ value: T, human: () -> String) throws {
+    /// Sends `request` and prints the answer: under --json the device's own map (protocol keys, byte
+    /// strings as hex), else `human` of the decoded response.
+    func run<R: McuMgrRequest>(
+        _ request: R, timeout: Duration? = nil, human: (R.Response) throws -> String
+    ) async throws {
+        let item = try await client.sendItem(request, timeout: timeout)
         if json {
-            Terminal.print(JSONRendering.render(try CBOREncoder().encodeItem(value)))
+            Terminal.print(JSONRendering.render(item))
         } else {
-            let text = human()
+            let response = try McuMgrClient.decode(R.Response.self, from: item, operation: R.operationName)
+            let text = try human(response)
             if !text.isEmpty { Terminal.print(text) }
         }
     }
 
-    /// Prints a CBOR answer.
+    /// Prints a result the tool composed itself (not a single device answer).
     func emit(item: CBOR, human: () -> String) {
         if json {
             Terminal.print(JSONRendering.render(item))

@@ -71,6 +71,14 @@ public actor McuMgrClient {
     /// Sends a typed request and decodes its response.
     /// - Throws: `McuMgrError` (device error, timeout, transport failure, malformed answer).
     public func send<R: McuMgrRequest>(_ request: R, timeout: Duration? = nil) async throws -> R.Response {
+        let item = try await sendItem(request, timeout: timeout)
+        return try Self.decode(R.Response.self, from: item, operation: R.operationName)
+    }
+
+    /// Sends a typed request and returns the successful answer as a CBOR item, as the device sent it
+    /// (for tools that show the protocol's own keys).
+    /// - Throws: `McuMgrError` (device error, timeout, transport failure, malformed answer).
+    public func sendItem<R: McuMgrRequest>(_ request: R, timeout: Duration? = nil) async throws -> CBOR {
         let payload: [UInt8]
         do {
             payload = try CBOREncoder().encode(request)
@@ -81,7 +89,7 @@ public actor McuMgrClient {
         let packet = try await send(
             operation: R.operation, group: R.group, command: R.command, payload: payload,
             timeout: timeout, name: operation)
-        return try Self.decode(R.Response.self, from: packet, operation: operation)
+        return try Self.successItem(from: packet, operation: operation)
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
@@ -113,6 +121,23 @@ public actor McuMgrClient {
 
     /// Decodes a response packet: device status first, then the typed body.
     public static func decode<T: Decodable>(_ type: T.Type, from packet: SMPPacket, operation: String) throws -> T {
+        try decode(type, from: try successItem(from: packet, operation: operation), operation: operation)
+    }
+
+    /// Decodes a successful answer's CBOR item into `T`.
+    public static func decode<T: Decodable>(_ type: T.Type, from item: CBOR, operation: String) throws -> T {
+        do {
+            return try CBORDecoder().decode(T.self, from: item)
+        } catch {
+            throw McuMgrError(
+                .protocolViolation,
+                "\(operation): unexpected answer from the device (\(error)); the firmware may use a different protocol revision"
+            )
+        }
+    }
+
+    /// The payload of a response as a CBOR item, after checking the device's status (`rc` / `err`).
+    public static func successItem(from packet: SMPPacket, operation: String) throws -> CBOR {
         let item: CBOR
         do {
             item = packet.payload.isEmpty ? .map([]) : try CBOR(decoding: packet.payload)
@@ -125,14 +150,7 @@ public actor McuMgrClient {
         if let error = McuMgrError.device(SMPResponseStatus(response: item), operation: operation) {
             throw error
         }
-        do {
-            return try CBORDecoder().decode(T.self, from: item)
-        } catch {
-            throw McuMgrError(
-                .protocolViolation,
-                "\(operation): unexpected answer from the device (\(error)); the firmware may use a different protocol revision"
-            )
-        }
+        return item
     }
 
     /// Closes the link. In-flight requests fail; the next request reopens it.

@@ -1,0 +1,305 @@
+import ArgumentParser
+import Foundation
+import McuManager
+import McuMgrCore
+
+struct StatCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stat", abstract: "Statistics group (2): list groups, read counters.",
+        subcommands: [List.self, Read.self])
+
+    struct List: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "List the statistics groups.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(StatisticsListRequest()) { $0.names.joined(separator: "\n") }
+        }
+    }
+
+    struct Read: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Read the counters of one statistics group.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The group's name (see `smp stat list`).") var name: String
+        func run(context: CommandContext) async throws {
+            try await context.run(StatisticsReadRequest(name: name)) { response in
+                Table.render(response.fields.sorted { $0.key < $1.key }.map { [$0.key, String($0.value)] })
+            }
+        }
+    }
+}
+
+struct SettingsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "settings", abstract: "Settings group (3): read, write, delete, commit, load, save.",
+        subcommands: [Read.self, Write.self, Delete.self, Commit.self, Load.self, Save.self])
+
+    /// How a value is shown or given on the command line.
+    enum ValueFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, hex
+    }
+
+    struct Read: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Read a setting's value.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The setting's name, e.g. bt/name.") var name: String
+        @Option(help: "Largest value to return.") var maxSize: Int?
+        @Option(help: "Show the value as text or hex (default: text when printable).") var format: ValueFormat?
+
+        func run(context: CommandContext) async throws {
+            try await context.run(SettingsReadRequest(name: name, maximumSize: maxSize)) { response in
+                let bytes = Array(response.value)
+                if format != .hex, let text = String(bytes: bytes, encoding: .utf8),
+                    text.unicodeScalars.allSatisfy({ $0.value >= 0x20 || $0 == "\n" || $0 == "\t" })
+                {
+                    return text
+                }
+                if format == .text { return String(decoding: bytes, as: UTF8.self) }
+                return JSONRendering.hex(bytes)
+            }
+        }
+    }
+
+    struct Write: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Write a setting's value.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The setting's name.") var name: String
+        @Argument(help: "The value (text, or hex with --format hex).") var value: String
+        @Option(help: "How VALUE is given: text (UTF-8) or hex.") var format: ValueFormat = .text
+
+        func run(context: CommandContext) async throws {
+            let data = format == .hex ? try ImageCommand.parseHash(value) : Data(value.utf8)
+            try await context.run(SettingsWriteRequest(name: name, value: data)) { _ in "" }
+        }
+    }
+
+    struct Delete: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a setting.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The setting's name.") var name: String
+        func run(context: CommandContext) async throws {
+            try await context.run(SettingsDeleteRequest(name: name)) { _ in "" }
+        }
+    }
+
+    struct Commit: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Apply written settings.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(SettingsCommitRequest()) { _ in "" }
+        }
+    }
+
+    struct Load: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Load settings from persistent storage.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(SettingsLoadRequest()) { _ in "" }
+        }
+    }
+
+    struct Save: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Save settings (all, or a subtree) to persistent storage.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Subtree to save; omit for all.") var name: String?
+        func run(context: CommandContext) async throws {
+            try await context.run(SettingsSaveRequest(name: name)) { _ in "" }
+        }
+    }
+}
+
+struct ShellCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shell", abstract: "Shell group (9): run a shell command on the device.",
+        subcommands: [Exec.self])
+
+    struct Exec: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a shell command, e.g. `smp shell exec -- kernel version`; exits with its return code.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).")
+        var argv: [String] = []
+
+        func run(context: CommandContext) async throws {
+            let words = argv.first == "--" ? Array(argv.dropFirst()) : argv
+            guard !words.isEmpty else {
+                throw McuMgrError(.usage, "give the command to run, e.g. smp shell exec -- kernel version")
+            }
+            var code = 0
+            try await context.run(ShellExecuteRequest(argv: words)) { response in
+                code = response.returnCode
+                return response.output.hasSuffix("\n") ? String(response.output.dropLast()) : response.output
+            }
+            if code != 0, !context.json {
+                throw ExitCode(Int32(truncatingIfNeeded: min(max(code, 1), 125)))
+            }
+        }
+    }
+}
+
+struct EnumCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enum", abstract: "Enumeration group (10): which groups the device supports.",
+        subcommands: [Count.self, List.self, Single.self, Details.self])
+
+    struct Count: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Count the supported groups.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(EnumerationCountRequest()) { String($0.count) }
+        }
+    }
+
+    struct List: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "List the supported group ids.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(EnumerationListRequest()) { response in
+                response.groups.map { g in "\(g.rawValue)" + (g.name.map { "  \($0)" } ?? "") }.joined(separator: "\n")
+            }
+        }
+    }
+
+    struct Single: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the supported group at an index.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "0-based index.") var index: Int = 0
+        func run(context: CommandContext) async throws {
+            try await context.run(EnumerationSingleRequest(index: index)) { r in
+                "\(r.groupID)" + (r.isLast ? " (last)" : "")
+            }
+        }
+    }
+
+    struct Details: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Show names and handler counts of groups.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Group ids; omit for all.") var groups: [UInt16] = []
+        func run(context: CommandContext) async throws {
+            let request = EnumerationDetailsRequest(groups: groups.isEmpty ? nil : groups.map(McuMgrGroup.init(rawValue:)))
+            try await context.run(request) { r in
+                Table.render(
+                    [["group", "name", "handlers"]]
+                        + r.groups.map { ["\($0.groupID)", $0.name ?? "-", $0.handlers.map(String.init) ?? "-"] })
+            }
+        }
+    }
+}
+
+struct BasicCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "basic", abstract: "Zephyr basic group (63): erase the storage partition.",
+        subcommands: [EraseStorage.self])
+
+    struct EraseStorage: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "erase-storage", abstract: "Erase the settings/storage partition.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(EraseStorageRequest(), timeout: .seconds(max(30, global.timeout))) { _ in
+                "storage erased"
+            }
+        }
+    }
+}
+
+struct LogCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log", abstract: "Log group (4, Mynewt): show and clear logs.",
+        subcommands: [Show.self, Clear.self, Modules.self, Levels.self, List.self])
+
+    struct Show: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Show log entries.")
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "Only this log.") var name: String?
+        @Option(help: "Start at this entry index.") var index: Int?
+        func run(context: CommandContext) async throws {
+            try await context.run(LogShowRequest(logName: name, index: index)) { r in
+                var lines: [String] = []
+                for log in r.logs ?? [] {
+                    lines.append("log \(log.name ?? "?")")
+                    for e in log.entries ?? [] {
+                        lines.append("  [\(e.index.map(String.init) ?? "-")] \(e.timestamp.map(String.init) ?? "-") level \(e.level.map(String.init) ?? "-"): \(e.text ?? e.message.map { JSONRendering.hex(Array($0)) } ?? "")")
+                    }
+                }
+                if let next = r.nextIndex { lines.append("next index \(next)") }
+                return lines.joined(separator: "\n")
+            }
+        }
+    }
+
+    struct Clear: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Clear the logs.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws { try await context.run(LogClearRequest()) { _ in "" } }
+    }
+
+    struct Modules: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "List log modules.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(LogModuleListRequest()) { r in
+                (r.modules ?? [:]).sorted { $0.value < $1.value }.map { "\($0.value)  \($0.key)" }.joined(separator: "\n")
+            }
+        }
+    }
+
+    struct Levels: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "List log levels.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(LogLevelListRequest()) { r in
+                (r.levels ?? [:]).sorted { $0.value < $1.value }.map { "\($0.value)  \($0.key)" }.joined(separator: "\n")
+            }
+        }
+    }
+
+    struct List: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "List the logs.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(LogListRequest()) { $0.names.joined(separator: "\n") }
+        }
+    }
+}
+
+struct CrashCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "crash", abstract: "Crash group (5, Mynewt): trigger a test crash.", subcommands: [Test.self])
+
+    struct Test: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Crash the device on purpose: div0, jump0, ref0, assert, wdog.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Crash type.") var type: String
+        func validate() throws {
+            guard ["div0", "jump0", "ref0", "assert", "wdog"].contains(type) else {
+                throw ValidationError("crash type must be div0, jump0, ref0, assert or wdog")
+            }
+        }
+        func run(context: CommandContext) async throws {
+            try await context.run(CrashTestRequest(type: CrashTest(rawValue: type))) { _ in "crash \(type) triggered" }
+        }
+    }
+}
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run", abstract: "Run-test group (7, Mynewt): list and run tests.", subcommands: [List.self, Test.self])
+
+    struct List: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "List the device's tests.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(RunTestListRequest()) { $0.names.joined(separator: "\n") }
+        }
+    }
+
+    struct Test: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Run a test (or all).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Test name; omit for all.") var name: String?
+        @Option(help: "Token echoed in the test's log.") var token: String?
+        func run(context: CommandContext) async throws {
+            try await context.run(RunTestRequest(testName: name, token: token)) { _ in "test started" }
+        }
+    }
+}

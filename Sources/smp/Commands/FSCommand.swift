@@ -1,0 +1,144 @@
+import ArgumentParser
+import Foundation
+import McuManager
+import McuMgrCore
+
+struct FSCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fs", abstract: "File-system group (8): upload, download, stat, hash files.",
+        subcommands: [Upload.self, Download.self, Stat.self, Hash.self, Hashes.self, Close.self])
+
+    static func summary(_ verb: String, _ result: FileSystemManager.TransferResult) -> String {
+        let seconds = result.duration.seconds
+        let rate = seconds > 0 ? Double(result.bytes) / seconds : 0
+        return "\(verb) \(Terminal.bytes(Double(result.bytes))) in " + String(format: "%.2f s", seconds)
+            + " (\(Terminal.bytes(rate))/s), \(result.verification)"
+    }
+
+    static func item(_ result: FileSystemManager.TransferResult, local: String, remote: String) -> CBOR {
+        let verification: String
+        switch result.verification {
+        case .sha256: verification = "sha256"
+        case .crc32: verification = "crc32"
+        case .skipped: verification = "none"
+        }
+        return .textMap([
+            "name": .text(remote), "local": .text(local), "len": .int(result.bytes),
+            "verified": .text(verification), "seconds": .double(result.duration.seconds),
+        ])
+    }
+
+    struct Upload: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Upload a local file to the device and verify it with the device's hash.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The local file.") var local: String
+        @Argument(help: "The absolute path on the device, e.g. /lfs/data.bin.") var remote: String
+        @Option(help: "Chunks in flight at once (default: the device's buf_count - 1).") var pipeline: Int?
+        @Option(help: "Largest data bytes per chunk (default: as much as fits).") var chunkSize: Int?
+        @Flag(help: "Skip the hash check after the transfer.") var noVerify = false
+
+        func validate() throws {
+            guard remote.hasPrefix("/") else { throw ValidationError("the device path must be absolute, e.g. /lfs/\(remote)") }
+            if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1...32") }
+        }
+
+        func run(context: CommandContext) async throws {
+            let url = try LocalFiles.readable(local)
+            let bar = context.progressBar("upload")
+            let result = try await FileSystemManager(client: context.client).upload(
+                url, to: remote, verify: !noVerify,
+                configuration: UploadConfiguration(pipelineDepth: pipeline, maximumChunkSize: chunkSize)
+            ) { bar.update(done: $0.bytesTransferred, total: $0.totalBytes) }
+            bar.finish()
+            context.emit(item: FSCommand.item(result, local: local, remote: remote)) {
+                FSCommand.summary("uploaded", result)
+            }
+        }
+    }
+
+    struct Download: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Download a file from the device; it appears under LOCAL only when complete and verified.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The absolute path on the device.") var remote: String
+        @Argument(help: "The local file to write (or an existing directory).") var local: String
+        @Flag(help: "Skip the hash check after the transfer.") var noVerify = false
+
+        func validate() throws {
+            guard remote.hasPrefix("/") else { throw ValidationError("the device path must be absolute, e.g. /lfs/\(remote)") }
+        }
+
+        func run(context: CommandContext) async throws {
+            var destination = URL(fileURLWithPath: local)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: local, isDirectory: &isDirectory), isDirectory.boolValue {
+                destination.appendPathComponent((remote as NSString).lastPathComponent)
+            }
+            let bar = context.progressBar("download")
+            let result = try await FileSystemManager(client: context.client).download(
+                remote, to: destination, verify: !noVerify
+            ) { bar.update(done: $0.bytesTransferred, total: $0.totalBytes) }
+            bar.finish()
+            context.emit(item: FSCommand.item(result, local: destination.path, remote: remote)) {
+                FSCommand.summary("downloaded", result)
+            }
+        }
+    }
+
+    struct Stat: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a file's size.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The absolute path on the device.") var remote: String
+        func run(context: CommandContext) async throws {
+            try await context.run(FileStatusRequest(name: remote)) { "\(remote): \($0.length) bytes" }
+        }
+    }
+
+    struct Hash: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Ask the device for a file's SHA-256 or CRC-32.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The absolute path on the device.") var remote: String
+        @Option(help: "sha256 or crc32 (default: the device's choice).") var type: String?
+        @Option(help: "Start offset.") var offset: Int?
+        @Option(help: "Bytes to hash.") var length: Int?
+        func run(context: CommandContext) async throws {
+            try await context.run(
+                FileHashRequest(name: remote, type: type, offset: offset, length: length),
+                timeout: .seconds(max(60, global.timeout))
+            ) { r in
+                let value: String
+                if let bytes = r.outputBytes {
+                    value = JSONRendering.hex(Array(bytes))
+                } else if let number = r.outputNumber {
+                    let hex = String(number, radix: 16)
+                    value = String(repeating: "0", count: max(0, 8 - hex.count)) + hex
+                } else {
+                    value = "?"
+                }
+                return "\(r.type ?? "hash") \(value)  \(remote)" + (r.length.map { " (\($0) bytes)" } ?? "")
+            }
+        }
+    }
+
+    struct Hashes: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "hash-types", abstract: "List the hash and checksum types the device offers.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(FileSupportedHashTypesRequest()) { r in
+                r.types.sorted { $0.key < $1.key }.map { name, t in
+                    "\(name): \(t.format == 0 ? "number" : "bytes"), \(t.size.map(String.init) ?? "?") bytes"
+                }.joined(separator: "\n")
+            }
+        }
+    }
+
+    struct Close: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "Close the file the device holds open.")
+        @OptionGroup var global: GlobalOptions
+        func run(context: CommandContext) async throws {
+            try await context.run(FileCloseRequest()) { _ in "" }
+        }
+    }
+}

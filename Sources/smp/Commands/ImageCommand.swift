@@ -1,0 +1,168 @@
+import ArgumentParser
+import Foundation
+import McuManager
+import McuMgrCore
+
+struct ImageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "image", abstract: "Image group (1): list, upload, test, confirm, erase firmware images.",
+        subcommands: [List.self, Upload.self, Test.self, Confirm.self, Erase.self, Slots.self])
+
+    static func describe(_ response: McuMgrImageStateResponse) -> String {
+        if response.images.isEmpty { return "no images" }
+        return response.images.map { slot in
+            var flags: [String] = []
+            if slot.active { flags.append("active") }
+            if slot.confirmed { flags.append("confirmed") }
+            if slot.pending { flags.append("pending") }
+            if slot.permanent { flags.append("permanent") }
+            if slot.bootable { flags.append("bootable") }
+            if slot.compressed { flags.append("compressed") }
+            var text = "image \(slot.image) slot \(slot.slot): version \(slot.version)"
+            if !flags.isEmpty { text += "  " + flags.joined(separator: " ") }
+            if let hash = slot.hash { text += "\n  hash \(JSONRendering.hex(Array(hash)))" }
+            return text
+        }.joined(separator: "\n")
+    }
+
+    static func parseHash(_ text: String) throws -> Data {
+        let hex = text.lowercased().hasPrefix("0x") ? String(text.dropFirst(2)) : text
+        guard hex.count % 2 == 0, !hex.isEmpty else {
+            throw ValidationError("hash \"\(text)\" must be hexadecimal bytes (64 hex digits for SHA-256); see `smp image list`")
+        }
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else {
+                throw ValidationError("hash \"\(text)\" is not hexadecimal; see `smp image list` for the hashes")
+            }
+            bytes.append(byte)
+            index = next
+        }
+        return Data(bytes)
+    }
+
+    struct List: DeviceCommand {
+        static let configuration = CommandConfiguration(abstract: "List the images in the device's slots.")
+        @OptionGroup var global: GlobalOptions
+
+        func run(context: CommandContext) async throws {
+            try await context.run(ImageStateReadRequest()) { ImageCommand.describe($0) }
+        }
+    }
+
+    struct Upload: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Upload an MCUboot image (.bin) to the secondary slot; resumes an interrupted upload.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The image file.") var file: String
+        @Option(help: "Image number (0 = application core, 1 = network core, ...).") var image: Int = 0
+        @Option(help: "Chunks in flight at once (default: the device's buf_count - 1).") var pipeline: Int?
+        @Option(help: "Round chunk sizes down to a multiple of this (1, 2, 4, 8, 16).") var alignment: Int = 1
+        @Option(help: "Largest data bytes per chunk (default: as much as fits).") var chunkSize: Int?
+        @Flag(help: "Ask the device to refuse an image that is not newer than the running one.") var upgrade = false
+
+        func validate() throws {
+            guard image >= 0 else { throw ValidationError("--image must be 0 or more") }
+            guard [1, 2, 4, 8, 16].contains(alignment) else { throw ValidationError("--alignment must be 1, 2, 4, 8 or 16") }
+            if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1...32") }
+            if let chunkSize, chunkSize < 32 { throw ValidationError("--chunk-size must be at least 32") }
+        }
+
+        func run(context: CommandContext) async throws {
+            let url = try LocalFiles.readable(file)
+            let bar = context.progressBar("upload")
+            let configuration = UploadConfiguration(
+                pipelineDepth: pipeline, byteAlignment: alignment, maximumChunkSize: chunkSize)
+            let result = try await ImageManager(client: context.client).upload(
+                file: url, image: image, upgrade: upgrade ? true : nil, configuration: configuration
+            ) { progress in
+                bar.update(done: progress.bytesTransferred, total: progress.totalBytes)
+            }
+            bar.finish()
+            let seconds = result.duration.seconds
+            context.emit(
+                item: .textMap([
+                    "file": .text(file), "image": .int(image), "len": .int(result.totalBytes),
+                    "resumed_from": .int(result.resumedFrom), "chunk_size": .int(result.chunkSize),
+                    "pipeline": .int(result.pipelineDepth), "seconds": .double(seconds),
+                ])
+            ) {
+                let rate = seconds > 0 ? Double(result.totalBytes) / seconds : 0
+                var text = "uploaded \(Terminal.bytes(Double(result.totalBytes))) to image \(image) in "
+                text += String(format: "%.2f s", seconds) + " (\(Terminal.bytes(rate))/s)"
+                if result.resumedFrom > 0 { text += ", resumed at offset \(result.resumedFrom)" }
+                return text
+            }
+        }
+    }
+
+    struct Test: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Mark an image to boot once on the next reset (test); it reverts unless confirmed.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The image hash (hex, from `smp image list`).") var hash: String
+
+        func run(context: CommandContext) async throws {
+            let hash = try ImageCommand.parseHash(hash)
+            try await context.run(ImageStateWriteRequest(hash: hash, confirm: false)) { ImageCommand.describe($0) }
+        }
+    }
+
+    struct Confirm: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Confirm an image permanently: the running one, or the one with the given hash.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The image hash (hex); omit to confirm the running image.") var hash: String?
+
+        func run(context: CommandContext) async throws {
+            let hash = try hash.map(ImageCommand.parseHash)
+            try await context.run(ImageStateWriteRequest(hash: hash, confirm: true)) { ImageCommand.describe($0) }
+        }
+    }
+
+    struct Erase: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Erase a slot (default: the one opposite the running image).")
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "Absolute slot number (image × 2 + slot).") var slot: Int?
+
+        func run(context: CommandContext) async throws {
+            try await context.run(ImageEraseRequest(slot: slot), timeout: .seconds(max(75, global.timeout))) { _ in
+                "erased slot \(slot.map(String.init) ?? "(the inactive one)")"
+            }
+        }
+    }
+
+    struct Slots: DeviceCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "slot-info", abstract: "Show the sizes of the image slots.")
+        @OptionGroup var global: GlobalOptions
+
+        func run(context: CommandContext) async throws {
+            try await context.run(ImageSlotInfoRequest()) { response in
+                response.images.map { image in
+                    var lines = image.slots.map { "image \(image.image) slot \($0.slot): \($0.size) bytes" }
+                    if let max = image.maximumImageSize { lines.append("image \(image.image) max image size: \(max) bytes") }
+                    return lines.joined(separator: "\n")
+                }.joined(separator: "\n")
+            }
+        }
+    }
+}
+
+/// Checks on local files named on the command line.
+enum LocalFiles {
+    static func readable(_ path: String) throws -> URL {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw McuMgrError(.file, "no such file: \(path)")
+        }
+        guard !isDirectory.boolValue else { throw McuMgrError(.file, "\(path) is a directory; give a file") }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw McuMgrError(.file, "cannot read \(path): permission denied")
+        }
+        return URL(fileURLWithPath: path)
+    }
+}
