@@ -26,7 +26,8 @@ public indirect enum CBOR: Sendable, Hashable {
     /// An integer item from a signed value.
     public static func int<I: BinaryInteger>(_ value: I) -> CBOR {
         if value >= 0 { return .unsigned(UInt64(value)) }
-        return .negative(UInt64(-1 - Int64(value)))
+        // -1 - value, computed without overflow for every signed width.
+        return .negative(UInt64(~value))
     }
 
     /// A map item from text keys, in the given order.

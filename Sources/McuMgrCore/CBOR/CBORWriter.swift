@@ -114,6 +114,7 @@ enum Float16Bits {
         }
     }
 
+    /// The nearest half-precision value (round half to even), infinity when too large.
     static func encode(_ f: Float) -> UInt16 {
         let bits = f.bitPattern
         let sign = UInt16((bits >> 16) & 0x8000)
@@ -123,13 +124,24 @@ enum Float16Bits {
         let mantissa = bits & 0x7F_FFFF
         if exponent > 15 { return sign | 0x7C00 }
         if exponent >= -14 {
-            return sign | UInt16(exponent + 15) << 10 | UInt16(mantissa >> 13)
+            // Normal: keep 10 mantissa bits; a carry may roll into the exponent (up to infinity).
+            let base = UInt32(exponent + 15) << 10 | mantissa >> 13
+            return sign | UInt16(roundHalfEven(base, remainder: mantissa & 0x1FFF, halfway: 0x1000))
         }
-        if exponent >= -24 {
+        if exponent >= -25 {
+            // Subnormal: value = m * 2^-24.
             let full = mantissa | 0x80_0000
-            return sign | UInt16(full >> UInt32(-exponent - 1))
+            let shift = UInt32(-exponent - 1)
+            let base = full >> shift
+            let remainder = full & ((1 << shift) - 1)
+            return sign | UInt16(roundHalfEven(base, remainder: remainder, halfway: 1 << (shift - 1)))
         }
         return sign
+    }
+
+    private static func roundHalfEven(_ base: UInt32, remainder: UInt32, halfway: UInt32) -> UInt32 {
+        if remainder > halfway || (remainder == halfway && base & 1 == 1) { return base + 1 }
+        return base
     }
 
     private static func powf2(_ e: Int) -> Float {
