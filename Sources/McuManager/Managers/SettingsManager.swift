@@ -1,0 +1,41 @@
+import Foundation
+import McuMgrCore
+
+/// The settings group (3): raw setting values by name.
+public struct SettingsManager: Sendable {
+    /// The client requests go through.
+    public let client: McuMgrClient
+
+    /// Creates a manager on `client`.
+    public init(client: McuMgrClient) { self.client = client }
+
+    /// A setting's raw bytes (the caller knows its type).
+    public func read(name: String, maxSize: Int? = nil) async throws -> Data {
+        try await client.send(SettingsReadRequest(name: name, maximumSize: maxSize)).value
+    }
+
+    /// Writes a setting's raw bytes.
+    public func write(name: String, value: Data) async throws {
+        _ = try await client.send(SettingsWriteRequest(name: name, value: value))
+    }
+
+    /// Deletes a setting.
+    public func delete(name: String) async throws {
+        _ = try await client.send(SettingsDeleteRequest(name: name))
+    }
+
+    /// Commits (applies) written settings.
+    public func commit() async throws {
+        _ = try await client.send(SettingsCommitRequest())
+    }
+
+    /// Loads settings from persistent storage.
+    public func load() async throws {
+        _ = try await client.send(SettingsLoadRequest())
+    }
+
+    /// Saves settings (the subtree `name`, or all when nil) to persistent storage.
+    public func save(name: String? = nil) async throws {
+        _ = try await client.send(SettingsSaveRequest(name: name))
+    }
+}

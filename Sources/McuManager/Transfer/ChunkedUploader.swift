@@ -1,0 +1,237 @@
+import Foundation
+import McuMgrCore
+
+/// How one kind of chunked upload (image, file, SUIT) builds its chunk requests and reads the answers.
+public protocol ChunkedUploadTarget: Sendable {
+    /// The chunk request type.
+    associatedtype Request: McuMgrRequest
+    /// The request carrying `data` at `offset` of a `totalSize`-byte upload (first-chunk keys at offset 0).
+    func request(offset: Int, data: Data, totalSize: Int) -> Request
+    /// The next offset the device expects, read from its answer to a chunk.
+    /// - Throws: `McuMgrError` for device errors (a busy device's `rc 10` is retried by the uploader).
+    func deviceOffset(from packet: SMPPacket) throws -> Int
+}
+
+/// The pipelined upload engine shared by image and file uploads.
+///
+/// Queries the device's buffers once (`buf_size`, `buf_count`), sizes chunks from the real encoded request
+/// against `min(link MTU, buf_size)`, keeps up to `buf_count - 1` chunks in flight, always continues from
+/// the device's reported offset (`SMPUploadPlanner`), resends busy chunks, and reports progress.
+/// The chunk at offset 0 is sent alone and waited for (it may erase a slot, or resume a session).
+/// Cancelling the calling task cancels the chunks in flight and throws a `.cancelled` error.
+public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
+    /// The client that sends the chunks.
+    public let client: McuMgrClient
+    /// Builds the chunk requests.
+    public let target: Target
+    /// Chunk size, pipelining and timing settings.
+    public let configuration: UploadConfiguration
+
+    /// Creates an uploader.
+    public init(client: McuMgrClient, target: Target, configuration: UploadConfiguration = .init()) {
+        self.client = client
+        self.target = target
+        self.configuration = configuration
+    }
+
+    private enum Outcome: Sendable {
+        case answered(SMPUploadPlanner.Chunk, Int)
+        case lost(SMPUploadPlanner.Chunk, McuMgrError)
+    }
+
+    /// Uploads all of `source`.
+    /// - Returns: what the upload did (where it resumed, chunk size, depth).
+    /// - Throws: `McuMgrError` (device errors, timeouts, `.cancelled`).
+    public func upload(
+        _ source: some UploadSource, progress: TransferProgressHandler? = nil
+    ) async throws -> UploadResult {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let total = source.size
+        let (messageLimit, deviceDepth) = try await linkLimits()
+        let depth = max(1, configuration.pipelineDepth ?? deviceDepth)
+
+        if total == 0 {
+            let request = target.request(offset: 0, data: Data(), totalSize: 0)
+            let offset = try await Self.send(request, client: client, target: target, timeout: configuration.firstChunkTimeout, configuration: configuration)
+            guard offset == 0 else {
+                throw McuMgrError(.protocolViolation, "\(Target.Request.operationName): the device reported offset \(offset) for an empty upload")
+            }
+            progress?(TransferProgress(bytesTransferred: 0, totalBytes: 0, bytesPerSecond: 0))
+            return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: depth, chunksSent: 1, duration: clock.now - started)
+        }
+
+        let previousWindow = await client.window
+        if depth > previousWindow { await client.setWindow(depth) }
+        do {
+            let result = try await run(
+                source, total: total, messageLimit: messageLimit, depth: depth, progress: progress,
+                clock: clock, started: started)
+            if depth > previousWindow { await client.setWindow(previousWindow) }
+            return result
+        } catch {
+            if depth > previousWindow { await client.setWindow(previousWindow) }
+            if error is CancellationError {
+                throw McuMgrError(.cancelled, "\(Target.Request.operationName) was cancelled")
+            }
+            throw error
+        }
+    }
+
+    private func run(
+        _ source: some UploadSource, total: Int, messageLimit: Int, depth: Int,
+        progress: TransferProgressHandler?, clock: ContinuousClock, started: ContinuousClock.Instant
+    ) async throws -> UploadResult {
+        var planner = SMPUploadPlanner(totalSize: total, window: depth, alignment: configuration.byteAlignment)
+        var firstChunkPending = false
+        var resumedFrom: Int?
+        var baseline = 0
+        var baselineTime = started
+        var consecutiveLosses = 0
+        var stalls = 0
+        var chunksSent = 0
+        var largestChunk = 0
+        var running = 0
+        let client = self.client
+        let target = self.target
+        let configuration = self.configuration
+
+        try await withThrowingTaskGroup(of: Outcome.self) { group in
+            while true {
+                try Task.checkCancellation()
+                // Fill the window; the chunk at offset 0 goes alone.
+                while !firstChunkPending {
+                    let offset = planner.nextOffset
+                    guard offset < total, planner.inFlight.count < depth else { break }
+                    let maximum = try maximumDataLength(at: offset, total: total, messageLimit: messageLimit)
+                    guard let chunk = planner.nextChunk(maximumLength: maximum) else { break }
+                    let data = try source.read(offset: chunk.offset, length: chunk.length)
+                    let request = target.request(offset: chunk.offset, data: data, totalSize: total)
+                    let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
+                    if chunk.offset == 0 { firstChunkPending = true }
+                    chunksSent += 1
+                    largestChunk = max(largestChunk, chunk.length)
+                    running += 1
+                    group.addTask {
+                        do {
+                            let offset = try await Self.send(
+                                request, client: client, target: target, timeout: timeout, configuration: configuration)
+                            return .answered(chunk, offset)
+                        } catch let error as McuMgrError where error.kind == .timeout {
+                            return .lost(chunk, error)
+                        }
+                    }
+                }
+                if planner.isComplete { break }
+                guard running > 0, let outcome = try await group.next() else {
+                    throw McuMgrError(
+                        .protocolViolation,
+                        "\(Target.Request.operationName) stalled at offset \(planner.confirmedOffset) of \(total); retry the upload")
+                }
+                running -= 1
+                let confirmedBefore = planner.confirmedOffset
+                switch outcome {
+                case .answered(let chunk, let deviceOffset):
+                    if chunk.offset == 0 {
+                        firstChunkPending = false
+                        if resumedFrom == nil {
+                            resumedFrom = deviceOffset == chunk.end ? 0 : deviceOffset
+                            baseline = resumedFrom ?? 0
+                            baselineTime = clock.now
+                        }
+                    }
+                    consecutiveLosses = 0
+                    if case .invalidOffset(let bad) = planner.acknowledge(chunk, deviceOffset: deviceOffset) {
+                        throw McuMgrError(
+                            .protocolViolation,
+                            "\(Target.Request.operationName): the device reported offset \(bad), outside the \(total)-byte upload; reset the device and retry")
+                    }
+                case .lost(let chunk, let error):
+                    if chunk.offset == 0 { firstChunkPending = false }
+                    consecutiveLosses += 1
+                    if consecutiveLosses > configuration.maximumTimeoutRetries { throw error }
+                    planner.chunkLost(chunk)
+                }
+                if planner.confirmedOffset > confirmedBefore {
+                    stalls = 0
+                    let elapsed = (clock.now - baselineTime).seconds
+                    let rate = elapsed > 0 ? Double(planner.confirmedOffset - baseline) / elapsed : 0
+                    progress?(
+                        TransferProgress(
+                            bytesTransferred: planner.confirmedOffset, totalBytes: total, bytesPerSecond: max(0, rate)))
+                } else {
+                    stalls += 1
+                    if stalls > 8 + 4 * depth {
+                        throw McuMgrError(
+                            .protocolViolation,
+                            "\(Target.Request.operationName) makes no progress: the device keeps answering offset \(planner.confirmedOffset); reset the device and retry")
+                    }
+                }
+            }
+        }
+        return UploadResult(
+            totalBytes: total, resumedFrom: resumedFrom ?? 0, chunkSize: largestChunk, pipelineDepth: depth,
+            chunksSent: chunksSent, duration: clock.now - started)
+    }
+
+    /// The device's message limit and pipelining depth (from OS params; MTU and 1 when unsupported).
+    private func linkLimits() async throws -> (messageLimit: Int, depth: Int) {
+        let mtu = client.transport.mtu
+        do {
+            let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
+            let limit = parameters.bufferSize > SMPHeader.size ? min(mtu, parameters.bufferSize) : mtu
+            return (limit, max(1, parameters.bufferCount - 1))
+        } catch let error as McuMgrError where error.kind == .device {
+            return (mtu, 1)
+        }
+    }
+
+    /// The largest data length for a chunk at `offset`, from the request encoded with empty data.
+    private func maximumDataLength(at offset: Int, total: Int, messageLimit: Int) throws -> Int {
+        let empty = target.request(offset: offset, data: Data(), totalSize: total)
+        let encoded: [UInt8]
+        do {
+            encoded = try CBOREncoder().encode(empty)
+        } catch {
+            throw McuMgrError(.usage, "cannot encode \(Target.Request.self): \(error)")
+        }
+        var length = SMPChunkSizer.maximumDataLength(
+            messageLimit: messageLimit, sizeWithEmptyData: SMPHeader.size + encoded.count)
+        if let cap = configuration.maximumChunkSize { length = min(length, max(1, cap)) }
+        guard length > 0 else {
+            throw McuMgrError(
+                .usage,
+                "\(Target.Request.operationName): a message of \(messageLimit) bytes cannot carry any data; raise the link MTU")
+        }
+        return length
+    }
+
+    /// Sends one chunk, resending while the device answers busy.
+    static func send(
+        _ request: Target.Request, client: McuMgrClient, target: Target, timeout: Duration,
+        configuration: UploadConfiguration
+    ) async throws -> Int {
+        let payload: [UInt8]
+        do {
+            payload = try CBOREncoder().encode(request)
+        } catch {
+            throw McuMgrError(.usage, "cannot encode \(Target.Request.self): \(error)")
+        }
+        var busy = 0
+        while true {
+            let packet = try await client.send(
+                operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
+                payload: payload, timeout: timeout, name: Target.Request.operationName)
+            do {
+                return try target.deviceOffset(from: packet)
+            } catch let error as McuMgrError where error.returnCode == .busy && busy < configuration.maximumBusyRetries {
+                busy += 1
+                do {
+                    try await Task.sleep(for: configuration.busyRetryDelay)
+                } catch {
+                    throw McuMgrError(.cancelled, "\(Target.Request.operationName) was cancelled")
+                }
+            }
+        }
+    }
+}
