@@ -104,7 +104,7 @@ struct SMPSim: AsyncParsableCommand {
             let shown = address.protocol == .inet6 ? "[\(address.ipAddress ?? host)]" : (address.ipAddress ?? host)
             print("udp \(shown):\(address.port ?? port)")
         }
-        fflush(stdout)
+        fflush(nil)
         await Signals.wait(for: [SIGINT, SIGTERM])
         for stop in stops { await stop() }
     }

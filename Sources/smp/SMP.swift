@@ -1,7 +1,6 @@
 import ArgumentParser
 
 /// `smp`: manage microcontrollers over SMP (mcumgr) from the command line.
-@main
 struct SMP: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "smp",
@@ -21,4 +20,56 @@ struct SMP: AsyncParsableCommand {
             RunCommand.self,
         ]
     )
+}
+
+@main
+enum SMPMain {
+    static func main() async {
+        let arguments = GlobalOptionPlacement.reorder(Array(CommandLine.arguments.dropFirst()))
+        await SMP.main(arguments)
+    }
+}
+
+/// Lets the global options (--device, --json, --timeout, -v) come before the subcommand names, as in
+/// `smp --device udp:10.0.0.2 os echo hi`, by moving them behind the group and command names where the
+/// argument parser expects them.
+enum GlobalOptionPlacement {
+    static let flags: Set<String> = ["--json", "-v", "--verbose"]
+    static let valued: Set<String> = ["--device", "-d", "--timeout"]
+
+    static func reorder(_ arguments: [String]) -> [String] {
+        var moved: [String] = []
+        var rest: [String] = []
+        var positionals = 0
+        var insertAt: Int?
+        var index = 0
+        while index < arguments.count {
+            let token = arguments[index]
+            if token == "--" {
+                rest.append(contentsOf: arguments[index...])
+                break
+            }
+            let name = token.split(separator: "=", maxSplits: 1).first.map(String.init) ?? token
+            if insertAt == nil, flags.contains(token) {
+                moved.append(token)
+            } else if insertAt == nil, valued.contains(name) {
+                moved.append(token)
+                if !token.contains("="), index + 1 < arguments.count {
+                    index += 1
+                    moved.append(arguments[index])
+                }
+            } else {
+                rest.append(token)
+                if !token.hasPrefix("-"), insertAt == nil {
+                    positionals += 1
+                    if positionals == 2 { insertAt = rest.count }
+                }
+            }
+            index += 1
+        }
+        guard !moved.isEmpty else { return arguments }
+        let at = insertAt ?? (rest.firstIndex(of: "--") ?? rest.count)
+        rest.insert(contentsOf: moved, at: at)
+        return rest
+    }
 }

@@ -38,7 +38,11 @@ struct LinkEmulation: Sendable {
     }
 }
 
-/// The simulator's monotonic clock, as the core's `SMPInstant`.
-enum SimulatorClock {
-    static func now() -> SMPInstant { SMPInstant(nanoseconds: NIODeadline.now().uptimeNanoseconds) }
+extension SimulatedDevice {
+    /// Answers a request as a front end does: nothing while the device is rebooting (its link is down).
+    func handleUnlessRebooting(_ request: [UInt8]) -> [UInt8]? {
+        let now = SystemClock.monotonicNow()
+        guard !isRebooting(at: now) else { return nil }
+        return handle(request, now: now)
+    }
 }

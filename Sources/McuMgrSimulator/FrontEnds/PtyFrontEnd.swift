@@ -156,7 +156,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
     private func process(_ bytes: [UInt8], context: ChannelHandlerContext) {
         for event in codec.decode(bytes) {
             guard case .packet(let request) = event else { continue }
-            guard let response = device.handle(request, now: SimulatorClock.now()) else { continue }
+            guard let response = device.handleUnlessRebooting(request) else { continue }
             var buffer = context.channel.allocator.buffer(capacity: response.count * 2)
             for unit in codec.encode(response) { buffer.writeBytes(unit) }
             let now = NIODeadline.now()

@@ -24,6 +24,6 @@ public enum SimulatorURI {
     public static func transport(for uri: McuMgrDeviceURI) throws -> any McuMgrTransport {
         let device = SimulatedDevice(configuration: try configuration(for: uri))
         let latency = try uri.intOption("latency", in: 0...60000) ?? 0
-        return InMemorySimulatorTransport(device: device, latency: .milliseconds(latency))
+        return InMemorySimulatorTransport(device: device, options: .init(latency: .milliseconds(latency)))
     }
 }

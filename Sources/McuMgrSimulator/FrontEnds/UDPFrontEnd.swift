@@ -75,7 +75,7 @@ final class UDPSimulatorHandler: ChannelInboundHandler, Sendable {
         var codec = DatagramCodec(maximumDatagramSize: DatagramCodec.zephyrReceiveBufferSize)
         for event in codec.decode(bytes) {
             guard case .packet(let request) = event,
-                let response = device.handle(request, now: SimulatorClock.now())
+                let response = device.handleUnlessRebooting(request)
             else { continue }
             let out = AddressedEnvelope(
                 remoteAddress: envelope.remoteAddress, data: context.channel.allocator.buffer(bytes: response))
