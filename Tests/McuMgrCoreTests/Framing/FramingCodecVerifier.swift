@@ -19,13 +19,13 @@ enum FramingCodecVerifier {
     ) -> [SMPFramingEvent] {
         let whole = feed(makeCodec(), chunks: [input])
         if let expected {
-            #expect(
-                whole == expected, "whole input: \(difference(whole, expected))", sourceLocation: sourceLocation)
+            let matches = whole == expected  // compared outside #expect so a failure prints a summary, not megabytes
+            #expect(matches, "whole input: \(difference(whole, expected))", sourceLocation: sourceLocation)
         }
         if byteByByte {
             let single = feed(makeCodec(), chunks: input.map { [$0] })
-            #expect(
-                single == whole, "byte by byte: \(difference(single, whole))", sourceLocation: sourceLocation)
+            let matches = single == whole
+            #expect(matches, "byte by byte: \(difference(single, whole))", sourceLocation: sourceLocation)
         }
         var random = FramingTestRandom(seed: seed)
         var reused = makeCodec()
@@ -40,8 +40,9 @@ enum FramingCodecVerifier {
                 reused.reset()
                 events = feed(&reused, chunks: chunks)
             }
+            let matches = events == whole
             #expect(
-                events == whole,
+                matches,
                 "random split \(round) (seed \(seed), \(chunks.count) chunks): \(difference(events, whole))",
                 sourceLocation: sourceLocation)
         }
@@ -63,17 +64,20 @@ enum FramingCodecVerifier {
             return codec.decode(datagram)
         }
         if let expected {
-            #expect(fresh == expected, "\(difference(fresh, expected))", sourceLocation: sourceLocation)
+            let matches = fresh == expected
+            #expect(matches, "\(difference(fresh, expected))", sourceLocation: sourceLocation)
         }
         var sequential = makeCodec()
         let inSequence = datagrams.flatMap { sequential.decode($0) }
-        #expect(inSequence == fresh, "in sequence: \(difference(inSequence, fresh))", sourceLocation: sourceLocation)
+        let sequentialMatches = inSequence == fresh
+        #expect(sequentialMatches, "in sequence: \(difference(inSequence, fresh))", sourceLocation: sourceLocation)
         var resetting = makeCodec()
         let withReset = datagrams.flatMap { datagram -> [SMPFramingEvent] in
             defer { resetting.reset() }
             return resetting.decode(datagram)
         }
-        #expect(withReset == fresh, "with reset: \(difference(withReset, fresh))", sourceLocation: sourceLocation)
+        let resetMatches = withReset == fresh
+        #expect(resetMatches, "with reset: \(difference(withReset, fresh))", sourceLocation: sourceLocation)
         return fresh
     }
 
