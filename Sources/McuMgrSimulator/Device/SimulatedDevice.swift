@@ -1,0 +1,133 @@
+import Foundation
+import McuMgrCore
+
+/// A simulated Zephyr/MCUboot device that answers SMP requests: OS, image (two slots per image with
+/// MCUboot swap/test/confirm/revert semantics), statistics, settings, log, crash, run-test, file
+/// system, shell, enumeration and Zephyr basic groups (PROTOCOL.md).
+///
+/// Front ends feed it whole SMP packets and write back what it returns. Thread-safe: every call takes
+/// an internal lock. After a reset the device answers (the reset command is acknowledged) and then
+/// "reboots": `rebootingUntil` says until when a front end should stay silent; `handle` itself keeps
+/// answering, so a front end decides how to model the outage.
+public final class SimulatedDevice: @unchecked Sendable {
+    public let configuration: SimulatorConfiguration
+    private let lock = NSLock()
+    private var state: DeviceState
+    private var resetObserver: (@Sendable (SimulatedResetEvent) -> Void)?
+
+    public init(configuration: SimulatorConfiguration = SimulatorConfiguration()) {
+        self.configuration = configuration
+        self.state = DeviceState(configuration: configuration)
+    }
+
+    private func withState<T>(_ body: (inout DeviceState) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
+
+    /// Answers one SMP request packet with the whole response packet; nil when a device would stay
+    /// silent (fewer than 8 bytes, or more than `bufferSize`). Several requests concatenated in one
+    /// packet get their responses concatenated (see `responses(to:now:)` to keep them apart).
+    /// - Parameter now: the current instant on a monotonic clock (uptime, RTC, reboot window); nil =
+    ///   the host's monotonic clock.
+    public func handle(_ request: [UInt8], now: SMPInstant? = nil) -> [UInt8]? {
+        let responses = self.responses(to: request, now: now)
+        guard !responses.isEmpty else { return nil }
+        return responses.count == 1 ? responses[0] : Array(responses.joined())
+    }
+
+    /// The responses to every request in a packet, one packet each, in order; empty when silent.
+    public func responses(to request: [UInt8], now: SMPInstant? = nil) -> [[UInt8]] {
+        let instant = now ?? SystemClock.monotonicNow()
+        let (responses, event, observer): ([[UInt8]], SimulatedResetEvent?, (@Sendable (SimulatedResetEvent) -> Void)?) =
+            withState { state in
+                state.requestedReset = nil
+                let responses = state.process(request, now: instant)
+                var event: SimulatedResetEvent?
+                if let reset = state.requestedReset {
+                    state.requestedReset = nil
+                    event = state.reboot(reason: reset.reason, bootMode: reset.bootMode)
+                }
+                return (responses, event, resetObserver)
+            }
+        if let event { observer?(event) }
+        return responses
+    }
+
+    /// Reboots the device as if its power were cycled: MCUboot applies pending swaps or reverts.
+    @discardableResult
+    public func powerCycle(now: SMPInstant? = nil) -> SimulatedResetEvent {
+        let instant = now ?? SystemClock.monotonicNow()
+        let (event, observer) = withState { state in
+            state.now = instant
+            return (state.reboot(reason: .powerCycle, bootMode: nil), resetObserver)
+        }
+        observer?(event)
+        return event
+    }
+
+    /// Called (outside the lock, on the caller's thread) after every reboot, e.g. so a front end can
+    /// drop its link or model the boot delay.
+    public func setResetObserver(_ observer: (@Sendable (SimulatedResetEvent) -> Void)?) {
+        withState { _ in resetObserver = observer }
+    }
+
+    /// How many times the device has rebooted.
+    public var resetCount: Int { withState { $0.resetCount } }
+
+    /// The end of the last reboot window (see `isRebooting(at:)`); nil if the device never rebooted.
+    public var rebootingUntil: SMPInstant? { withState { $0.rebootingUntil } }
+
+    /// Whether the device is still rebooting at `now` (nil = the host's monotonic clock) and should not
+    /// answer.
+    public func isRebooting(at now: SMPInstant? = nil) -> Bool {
+        guard let until = rebootingUntil else { return false }
+        return (now ?? SystemClock.monotonicNow()) < until
+    }
+
+    // MARK: Inspection (tests, demos)
+
+    /// The images in their slots, as the image list reports them.
+    public var imageSlots: [SimulatedImageSlot] {
+        withState { state in
+            var result: [SimulatedImageSlot] = []
+            for image in 0..<state.images.imageCount {
+                for slot in 0..<2 {
+                    guard let content = state.images.slot(image, slot) else { continue }
+                    let f = state.images.flags(image: image, slot: slot)
+                    result.append(
+                        SimulatedImageSlot(
+                            image: image, slot: slot, version: content.info.version, hash: content.info.hash,
+                            bytes: content.bytes, pending: f.pending, confirmed: f.confirmed, active: f.active,
+                            permanent: f.permanent))
+                }
+            }
+            return result
+        }
+    }
+
+    /// A file's contents, nil if there is no such file.
+    public func file(_ path: String) -> [UInt8]? { withState { $0.files.contents(of: path) } }
+
+    /// Creates or replaces a file.
+    public func setFile(_ path: String, _ contents: [UInt8]) { withState { $0.files.write(path, contents) } }
+
+    /// A setting's current (runtime) value.
+    public func setting(_ name: String) -> [UInt8]? { withState { $0.settings.value(name) } }
+}
+
+/// One occupied image slot as the device reports it.
+public struct SimulatedImageSlot: Sendable, Hashable {
+    public var image: Int
+    public var slot: Int
+    public var version: SimulatorImageVersion
+    /// The SHA-256 TLV value.
+    public var hash: [UInt8]
+    /// The whole image file.
+    public var bytes: [UInt8]
+    public var pending: Bool
+    public var confirmed: Bool
+    public var active: Bool
+    public var permanent: Bool
+}

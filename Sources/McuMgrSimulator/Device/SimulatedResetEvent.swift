@@ -1,0 +1,24 @@
+import McuMgrCore
+
+/// A reboot of the simulated device, reported to the reset observer after the answer was built.
+public struct SimulatedResetEvent: Sendable, Hashable {
+    /// Why the device reboots.
+    public enum Reason: Sendable, Hashable {
+        /// OS reset command (group 0, command 5).
+        case resetCommand
+        /// Crash test (group 5).
+        case crash
+        /// `SimulatedDevice.powerCycle(now:)`.
+        case powerCycle
+    }
+
+    public var reason: Reason
+    /// `boot_mode` of the reset command (0 normal, 1 bootloader), when sent.
+    public var bootMode: UInt64?
+    /// Whether MCUboot swapped or reverted an image during this reboot.
+    public var swapped: Bool
+    /// The device answers nothing until this instant (reset delay + boot time + swap time).
+    public var rebootingUntil: SMPInstant
+    /// How many resets the device has had, this one included.
+    public var resetCount: Int
+}

@@ -1,0 +1,101 @@
+/// How a `SimulatedDevice` is built and behaves. Defaults model a Zephyr `smp_svr` sample with MCUboot
+/// in swap-using-scratch mode, SMP v1 and v2, and a LittleFS mount at `/lfs`.
+public struct SimulatorConfiguration: Sendable {
+    /// Which SMP versions the server understands (PROTOCOL.md 1.3).
+    public enum ProtocolSupport: Sendable, Hashable {
+        /// A v2-aware Zephyr with the original protocol enabled (the default).
+        case v1AndV2
+        /// A pre-v2 server: the version bits are reserved and ignored; every answer is v1 with `rc`.
+        case v1Only
+        /// A v2 Zephyr with `CONFIG_MCUMGR_SMP_SUPPORT_ORIGINAL_PROTOCOL=n`: v1 requests get `rc 12`.
+        case v2Only
+    }
+
+    /// `buf_size`: the largest SMP packet (header included) the device receives or sends. Longer requests
+    /// are dropped silently; responses never exceed it.
+    public var bufferSize: Int = 2048
+    /// `buf_count`: SMP buffers shared by requests and responses.
+    public var bufferCount: Int = 4
+    public var protocolSupport: ProtocolSupport = .v1AndV2
+    /// Emit maps and arrays with indefinite lengths (`0xBF…0xFF`) like non-canonical zcbor.
+    public var indefiniteLengthMaps: Bool = false
+    /// Add `"rc": 0` to successful responses (`CONFIG_MCUMGR_SMP_LEGACY_RC_BEHAVIOUR`).
+    public var legacyReturnCode: Bool = false
+
+    // Identity (OS info, bootloader info, shell).
+    /// Node name (`n`): network host name or Bluetooth name.
+    public var hostname: String = "zephyr-sim"
+    /// Hardware platform (`i`): `board[@revision]`.
+    public var boardName: String = "nrf52840dk/nrf52840"
+    /// Kernel version (`v`) and the version the shell's `kernel version` prints.
+    public var kernelVersion: String = "3.7.0"
+    /// Kernel release (`r`): the build version.
+    public var kernelRelease: String = "v3.7.0-sim"
+    /// Build date and time (`b`).
+    public var buildDateTime: String = "Jan  1 2026 00:00:00"
+    /// Machine (`m`).
+    public var machine: String = "arm"
+    /// Processor (`p`).
+    public var processor: String = "cortex-m4"
+    /// MCUboot mode reported by bootloader info `query: "mode"` (1 = swap using scratch).
+    public var bootloaderMode: Int = 1
+    /// Report `"no-downgrade": true` with the bootloader mode.
+    public var noDowngrade: Bool = false
+
+    // Images.
+    /// Version of the initial image in every primary slot.
+    public var appVersion: SimulatorImageVersion = SimulatorImageVersion(1, 0, 0)
+    /// Number of updatable images (`CONFIG_UPDATEABLE_IMAGE_NUMBER`), each with two slots.
+    public var imageCount: Int = 1
+    /// Size of every image slot in bytes; larger uploads fail with IMG err 30.
+    public var imageSlotSize: Int = 0x76000
+    /// Body size of the initial images.
+    public var initialImageBodySize: Int = 2048
+    /// Check the SHA-256 TLV of a completed upload against header and body (IMG err 24 on mismatch).
+    public var verifyUploadedImageHash: Bool = true
+    /// Allow confirming the primary slot of a non-active image
+    /// (`CONFIG_MCUMGR_GRP_IMG_ALLOW_CONFIRM_NON_ACTIVE_IMAGE_ANY`); otherwise IMG err 32.
+    public var allowConfirmNonActiveImageAny: Bool = false
+
+    // Reset.
+    /// Time between answering a reset and the reboot (`CONFIG_MCUMGR_GRP_OS_RESET_MS`).
+    public var resetDelay: Duration = .milliseconds(250)
+    /// Extra boot time when MCUboot swaps images; front ends stay silent for it. Zero by default.
+    public var swapTime: Duration = .zero
+    /// Time the device needs to boot after the reset before it answers again.
+    public var bootTime: Duration = .milliseconds(50)
+
+    // Clock.
+    /// Unix time (seconds) the RTC shows at first boot; nil = the host's wall clock.
+    public var initialUnixTime: Int64? = nil
+
+    // File system.
+    /// The mount point; paths must start with it.
+    public var mountPoint: String = "/lfs"
+    /// Files present at start (absolute paths under `mountPoint`).
+    public var initialFiles: [String: [UInt8]] = [
+        "/lfs/settings.txt": Array("boot_count=1\nname=zephyr-sim\n".utf8),
+        "/lfs/hello.txt": Array("Hello from the simulated device!\n".utf8),
+    ]
+    /// Largest file-download chunk (`CONFIG_MCUMGR_GRP_FS_DL_CHUNK_SIZE`); nil = what fits `bufferSize`.
+    public var downloadChunkSize: Int? = nil
+
+    // Settings.
+    /// Settings present (saved) at start.
+    public var initialSettings: [String: [UInt8]] = [
+        "app/name": Array("zephyr-sim".utf8),
+        "app/boot_count": [1, 0, 0, 0],
+    ]
+    /// Largest value the settings read returns (`CONFIG_MCUMGR_GRP_SETTINGS_VALUE_LEN`).
+    public var settingsValueLimit: Int = 256
+    /// Longest settings key (`CONFIG_MCUMGR_GRP_SETTINGS_NAME_LEN`); longer → settings err 2.
+    public var settingsNameLimit: Int = 64
+
+    public init() {}
+
+    /// Convenience for `protocolSupport == .v1Only`: a pre-v2 server.
+    public var v1Only: Bool {
+        get { protocolSupport == .v1Only }
+        set { protocolSupport = newValue ? .v1Only : .v1AndV2 }
+    }
+}

@@ -1,0 +1,142 @@
+import Crypto
+import McuMgrCore
+
+/// Image group (1): state read/write, upload, erase, slot info (PROTOCOL.md 3.2, 4).
+extension DeviceState {
+    mutating func handleImage(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
+        switch request.command.rawValue {
+        case 0: return request.isRead ? imageList() : try imageStateWrite(request)
+        case 1: return try imageUpload(request)
+        case 5: return try imageErase(request)
+        case 6: return slotInfo()
+        default: throw .notSupported
+        }
+    }
+
+    func imageList() -> SimulatedOutcome {
+        var list: [CBOR] = []
+        for image in 0..<images.imageCount {
+            for slot in 0..<2 {
+                guard let content = images.slot(image, slot) else { continue }
+                let f = images.flags(image: image, slot: slot)
+                var entries: [CBORMapEntry] = []
+                if images.imageCount > 1 { entries.append("image", .unsigned(UInt64(image))) }
+                entries.append("slot", .unsigned(UInt64(slot)))
+                entries.append("version", .text(content.info.version.description))
+                entries.append("hash", .bytes(content.info.hash))
+                entries.append("bootable", .bool(content.info.bootable))
+                entries.append("pending", .bool(f.pending))
+                entries.append("confirmed", .bool(f.confirmed))
+                entries.append("active", .bool(f.active))
+                entries.append("permanent", .bool(f.permanent))
+                list.append(.map(entries))
+            }
+        }
+        return .ok(["images": .array(list), "splitStatus": 0])
+    }
+
+    private mutating func imageStateWrite(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
+        let fields = try request.fields()
+        let hash = try fields.bytes("hash")
+        let confirm = try fields.bool("confirm") ?? false
+        if let rc = images.setState(
+            hash: hash, confirm: confirm, allowConfirmNonActiveAny: configuration.allowConfirmNonActiveImageAny)
+        {
+            throw .group(.image, rc)
+        }
+        return imageList()
+    }
+
+    private mutating func imageUpload(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
+        let fields = try request.fields()
+        let offset = try fields.count("off")
+        let data = try fields.bytes("data") ?? []
+        let length = try fields.count("len")
+        let image = try fields.count("image") ?? 0
+        let sha = try fields.bytes("sha")
+        let upgrade = try fields.bool("upgrade") ?? false
+
+        // Any error resets the session.
+        func fail(_ rc: Int) -> SimulatorFault {
+            images.upload = nil
+            return .group(.image, rc)
+        }
+        guard let offset else { throw fail(20) }  // INVALID_OFFSET
+
+        if offset == 0 {
+            guard data.count >= 32 else { throw fail(22) }  // INVALID_IMAGE_HEADER
+            guard let length else { throw fail(21) }  // INVALID_LENGTH
+            if let sha, sha.count > 32 { throw fail(24) }  // INVALID_HASH
+            // Resume: same `sha` (and image) as the session in progress → report where it stands.
+            if let sha, !sha.isEmpty, let session = images.upload, session.sha == sha, session.image == image,
+                session.length == length
+            {
+                return .ok(["off": .unsigned(UInt64(session.offset))])
+            }
+            guard image < images.imageCount else { throw fail(9) }  // NO_FREE_SLOT
+            guard length <= images.slotSize else { throw fail(30) }  // INVALID_IMAGE_TOO_LARGE
+            let magic = UInt32(data[0]) | UInt32(data[1]) << 8 | UInt32(data[2]) << 16 | UInt32(data[3]) << 24
+            guard magic == SimulatedMCUbootImage.magic || magic == SimulatedMCUbootImage.legacyMagic else {
+                throw fail(23)  // INVALID_IMAGE_HEADER_MAGIC
+            }
+            if upgrade, let running = images.slot(image, 0)?.info.version {
+                let new = SimulatorImageVersion(data[20], data[21], UInt16(data[22]) | UInt16(data[23]) << 8)
+                if !(running < new) { throw fail(27) }  // CURRENT_VERSION_IS_NEWER
+            }
+            guard !images.inUse(image: image, slot: 1) else { throw fail(9) }  // NO_FREE_SLOT
+            guard data.count <= length else { throw fail(31) }  // INVALID_IMAGE_DATA_OVERRUN
+            // Start a session: the secondary slot is erased.
+            images.pairs[image].secondary = nil
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(length)
+            buffer.append(contentsOf: data)
+            images.upload = ImageBank.UploadSession(image: image, length: length, sha: sha ?? [], data: buffer)
+        } else {
+            guard let session = images.upload, session.offset == offset else {
+                // Out of order: success carrying the offset the device expects; data dropped.
+                return .ok(["off": .unsigned(UInt64(images.upload?.offset ?? 0))])
+            }
+            guard offset + data.count <= session.length else { throw fail(31) }  // DATA_OVERRUN
+            images.upload!.data.append(contentsOf: data)
+        }
+
+        let session = images.upload!
+        guard session.offset == session.length else {
+            return .ok(["off": .unsigned(UInt64(session.offset))])
+        }
+        // Complete: the image must parse; it then lies in the secondary slot.
+        images.upload = nil
+        let info: SimulatedMCUbootImage.Info
+        do {
+            info = try SimulatedMCUbootImage.parse(session.data, verifyHash: configuration.verifyUploadedImageHash)
+        } catch {
+            throw fail(error.rc)
+        }
+        images.pairs[session.image].secondary = ImageBank.SlotImage(bytes: session.data, info: info)
+        var entries: [CBORMapEntry] = .entries(["off": .unsigned(UInt64(session.length))])
+        if session.sha.count == 32 {
+            entries.append("match", .bool(Array(SHA256.hash(data: session.data)) == session.sha))
+        }
+        return .success(entries)
+    }
+
+    private mutating func imageErase(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
+        // Default: the slot opposite the active one of image 0.
+        let slot = try request.fields().count("slot") ?? 1
+        if let rc = images.erase(absoluteSlot: slot) { throw .group(.image, rc) }
+        return .empty
+    }
+
+    private func slotInfo() -> SimulatedOutcome {
+        let list: [CBOR] = (0..<images.imageCount).map { image in
+            .map(.entries([
+                "image": .unsigned(UInt64(image)),
+                "slots": .array((0..<2).map { slot in
+                    .map(.entries(["slot": .unsigned(UInt64(slot)), "size": .unsigned(UInt64(images.slotSize))]))
+                }),
+                "max_image_size": .unsigned(UInt64(images.slotSize)),
+            ]))
+        }
+        return .ok(["images": .array(list)])
+    }
+}

@@ -1,0 +1,22 @@
+import McuMgrCore
+
+/// Statistics group (2): group data and list (PROTOCOL.md 3.3).
+extension DeviceState {
+    mutating func handleStats(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
+        switch request.command.rawValue {
+        case 0:
+            guard let name = try request.fields().text("name") else { throw .invalidValue }
+            let uptimeMs = uptime.nanosecondsClamped / 1_000_000
+            // Zephyr's stat_mgmt answers an unknown group name with STAT_MGMT_ERR_INVALID_GROUP.
+            guard let fields = stats.fields(of: name, uptimeMilliseconds: uptimeMs) else { throw .group(.stats, 2) }
+            return .ok([
+                "name": .text(name),
+                "fields": .map(fields.map { CBORMapEntry(key: .text($0.0), value: .unsigned($0.1)) }),
+            ])
+        case 1:
+            return .ok(["stat_list": .array(StatsRegistry.groupNames.map { .text($0) })])
+        default:
+            throw .notSupported
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Dispatch
+import Foundation
+import McuManager
+import McuMgrCore
+
+/// A `McuMgrTransport` that hands packets straight to a `SimulatedDevice` in the same process and
+/// delivers its answers asynchronously on a private serial queue, in order.
+///
+/// Fault injection: added latency, dropping every Nth response (to exercise retransmission and
+/// timeouts), and a silent mode that never answers. While the device is rebooting after a reset,
+/// requests are dropped as a real link would lose them (unless `honorsReboot` is off).
+public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Sendable {
+    /// Link behaviour.
+    public struct Options: Sendable {
+        /// Delay between a send and the device seeing the request (its answer follows at once).
+        public var latency: Duration = .zero
+        /// Drop every Nth response (counting all answered requests from 1); nil = never.
+        public var dropEveryNthResponse: Int? = nil
+        /// Never answer anything.
+        public var silent: Bool = false
+        /// Drop requests while the device is rebooting after a reset.
+        public var honorsReboot: Bool = true
+
+        public init(
+            latency: Duration = .zero, dropEveryNthResponse: Int? = nil, silent: Bool = false,
+            honorsReboot: Bool = true
+        ) {
+            self.latency = latency
+            self.dropEveryNthResponse = dropEveryNthResponse
+            self.silent = silent
+            self.honorsReboot = honorsReboot
+        }
+    }
+
+    public let device: SimulatedDevice
+    private let lock = NSLock()
+    private var _options: Options
+    private var handler: (@Sendable (McuMgrTransportEvent) -> Void)?
+    private var answered = 0
+    private var _droppedResponses = 0
+    private let queue = DispatchQueue(label: "McuMgrSimulator.InMemorySimulatorTransport")
+
+    public init(device: SimulatedDevice = SimulatedDevice(), options: Options = Options()) {
+        self.device = device
+        self._options = options
+    }
+
+    public var name: String { "sim:" }
+
+    /// The device's `bufferSize`.
+    public var mtu: Int { device.configuration.bufferSize }
+
+    /// A window of `bufferCount - 1` (requests and responses share the device's buffers).
+    public var sessionDefaults: SMPSessionConfiguration {
+        SMPSessionConfiguration(window: max(1, device.configuration.bufferCount - 1))
+    }
+
+    /// The link behaviour; may be changed while open (e.g. go silent mid-transfer).
+    public var options: Options {
+        get { lock.withLock { _options } }
+        set { lock.withLock { _options = newValue } }
+    }
+
+    /// Responses dropped so far by `dropEveryNthResponse`.
+    public var droppedResponses: Int { lock.withLock { _droppedResponses } }
+
+    public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
+        let alreadyOpen = lock.withLock { () -> Bool in
+            if self.handler != nil { return true }
+            self.handler = handler
+            return false
+        }
+        if alreadyOpen {
+            throw McuMgrError(.transport, "the simulated link is already open; close it first")
+        }
+    }
+
+    public func send(_ packet: [UInt8]) throws {
+        let (isOpen, latency) = lock.withLock { (handler != nil, _options.latency) }
+        guard isOpen else {
+            throw McuMgrError(.transport, "the simulated link is not open; open it before sending")
+        }
+        let deliver: @Sendable () -> Void = { [self] in self.deliver(packet) }
+        let nanoseconds = latency.nanosecondsClamped
+        if nanoseconds == 0 {
+            queue.async(execute: deliver)
+        } else {
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)), execute: deliver)
+        }
+    }
+
+    private func deliver(_ packet: [UInt8]) {
+        let options = self.options
+        guard lock.withLock({ handler != nil }), !options.silent else { return }
+        if options.honorsReboot && device.isRebooting() { return }
+        let responses = device.responses(to: packet)
+        for response in responses {
+            let handler = lock.withLock { () -> (@Sendable (McuMgrTransportEvent) -> Void)? in
+                answered += 1
+                if let n = options.dropEveryNthResponse, n > 0, answered % n == 0 {
+                    _droppedResponses += 1
+                    return nil
+                }
+                return self.handler
+            }
+            handler?(.packet(response))
+        }
+    }
+
+    public func close() async {
+        let handler = lock.withLock { () -> (@Sendable (McuMgrTransportEvent) -> Void)? in
+            defer { self.handler = nil }
+            return self.handler
+        }
+        guard let handler else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                handler(.closed(nil))
+                continuation.resume()
+            }
+        }
+    }
+}
