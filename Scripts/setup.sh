@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what the tests need: a few Debian packages and a pinned Python venv (<repo>/.venv) with
+# independent SMP peers (smpclient, smpmgr) and MCUboot's imgtool. Idempotent and fast when done.
+# Runs unattended as root on a fresh Debian 12 machine (CI); never prompts.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${SMP_TEST_VENV:-$repo/.venv}"
+pins=(cbor2==6.2.1 smp==4.2.0 smpclient==7.3.0 smpmgr==0.19.1 imgtool==2.5.0)
+apt_packages=(zlib1g-dev libudev-dev libdbus-1-dev pkg-config python3-venv)
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+# 1. Debian packages: install only the missing ones.
+missing=()
+for p in "${apt_packages[@]}"; do
+    status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+    [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    sudo=()
+    if [[ $(id -u) -ne 0 ]]; then
+        command -v sudo >/dev/null || { log "need root (or sudo) to install: ${missing[*]}"; exit 1; }
+        sudo=(sudo -n)
+    fi
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. The Python venv with pinned peers; a stamp file records what is installed.
+python=/usr/bin/python3
+[[ -x "$python" ]] || python="$(command -v python3)"
+stamp="$venv/.smp-test-pins"
+want="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ${pins[*]}"
+if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    exit 0
+fi
+log "creating $venv with ${pins[*]}"
+if [[ ! -x "$venv/bin/python" ]]; then
+    "$python" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
+"$venv/bin/python" -c 'import cbor2, smp, smpclient, smpmgr, imgtool' \
+    || { log "the venv at $venv does not import its packages"; exit 1; }
+printf '%s\n' "$want" >"$stamp"
+log "venv ready"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The project's test command: installs prerequisites (Scripts/setup.sh), builds everything including
+# the tests, and runs the whole suite (unit, simulator, end-to-end and interop tests).
+# Exit code: 0 when everything passed, else the failing step's code.
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+export SMP_TEST_VENV="${SMP_TEST_VENV:-$repo/.venv}"
+export SMP_TEST_PYTHON="${SMP_TEST_PYTHON:-$SMP_TEST_VENV/bin/python}"
+
+started=$SECONDS
+step() { printf '\n== %s\n' "$*"; }
+elapsed() { printf '%dm%02ds' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)); }
+
+step "setup"
+bash Scripts/setup.sh || { echo "test.sh: setup failed"; exit 1; }
+
+step "swift build --build-tests"
+swift build --build-tests "$@"
+build_status=$?
+if ((build_status != 0)); then
+    echo "test.sh: build FAILED (exit $build_status) after $(elapsed)"
+    exit "$build_status"
+fi
+
+step "swift test"
+log="$(mktemp -t smp-test.XXXXXX)"
+trap 'rm -f "$log"' EXIT
+swift test --skip-build "$@" 2>&1 | tee "$log"
+test_status=${PIPESTATUS[0]}
+
+step "summary"
+# Swift Testing's and XCTest's own closing lines.
+grep -E '^(✔|✘|􁁛|􀢄)? ?Test run with|Executed [0-9]+ tests' "$log" | sed 's/^/  /' || true
+failures=$(grep -cE '✘ Test .* (failed|recorded an issue)|error: .*XCTAssert' "$log" || true)
+if ((test_status == 0)); then
+    echo "test.sh: PASSED in $(elapsed)"
+else
+    echo "test.sh: FAILED (swift test exit $test_status, $failures failure lines) in $(elapsed)"
+    grep -E '✘ Test .* failed' "$log" | head -40 | sed 's/^/  /' || true
+fi
+exit "$test_status"

@@ -1,0 +1,235 @@
+import Foundation
+
+/// A running `smp-sim`, started with the given arguments and stopped with SIGTERM (SIGKILL if it
+/// lingers) in all paths.
+final class SimProcess: @unchecked Sendable {
+    let process: Process
+    let arguments: [String]
+    /// `/dev/pts/N` when serving a pty.
+    private(set) var ptyPath: String?
+    /// The `--pty-link` symlink when given.
+    private(set) var ptyLink: String?
+    /// `HOST:PORT` of each UDP front end, in order.
+    private(set) var udpEndpoints: [(host: String, port: Int)] = []
+    private let stderrFile: URL
+    private let lines = LockedBox([String]())
+    private let linesChanged = NSCondition()
+    private let stopped = LockedBox(false)
+
+    /// Starts `smp-sim` and waits until it printed one ready line per front end.
+    static func start(_ arguments: [String], readyTimeout: Double = 20) async throws -> SimProcess {
+        try TestEnvironment.requireBinaries()
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do {
+                    let sim = try SimProcess(arguments: arguments)
+                    do {
+                        try sim.waitUntilReady(timeout: readyTimeout)
+                        continuation.resume(returning: sim)
+                    } catch {
+                        sim.stop()
+                        continuation.resume(throwing: error)
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    private init(arguments: [String]) throws {
+        self.arguments = arguments
+        process = Process()
+        process.executableURL = TestEnvironment.smpSim
+        process.arguments = arguments
+        stderrFile = FileManager.default.temporaryDirectory
+            .appendingPathComponent("smp-sim-\(UUID().uuidString.prefix(8)).stderr")
+        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: stderrFile)
+        process.standardInput = FileHandle.nullDevice
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        try? pipe.fileHandleForWriting.close()
+        let handle = pipe.fileHandleForReading
+        let lines = self.lines
+        let condition = linesChanged
+        Thread.detachNewThread {
+            var pending = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending = Data(pending[(newline + 1)...])
+                    condition.lock()
+                    lines.withValue { $0.append(line) }
+                    condition.broadcast()
+                    condition.unlock()
+                }
+            }
+            condition.lock()
+            lines.withValue { $0.append("<eof>") }
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private var expectedFrontEnds: Int {
+        var count = 0
+        var index = 0
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--pty", "--pty-link": count += 1
+            case "--udp": count += 1
+            default: break
+            }
+            index += 1
+        }
+        // --pty with --pty-link is one front end.
+        if arguments.contains("--pty") && arguments.contains("--pty-link") { count -= 1 }
+        return count
+    }
+
+    private func waitUntilReady(timeout: Double) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        let wanted = expectedFrontEnds
+        linesChanged.lock()
+        defer { linesChanged.unlock() }
+        while true {
+            let current = lines.value
+            if current.contains("<eof>") {
+                throw E2EError("smp-sim \(arguments.joined(separator: " ")) exited before it was ready: \(stderrText)")
+            }
+            let ready = current.filter { $0.hasPrefix("pty ") || $0.hasPrefix("udp ") }
+            if ready.count >= wanted {
+                parse(ready)
+                return
+            }
+            if !linesChanged.wait(until: deadline) {
+                throw E2EError(
+                    "smp-sim \(arguments.joined(separator: " ")) printed no ready line within \(timeout) s; stdout: \(current), stderr: \(stderrText)"
+                )
+            }
+        }
+    }
+
+    private func parse(_ ready: [String]) {
+        for line in ready {
+            let words = line.split(separator: " ").map(String.init)
+            if words.first == "pty", words.count >= 2 {
+                ptyPath = words[1]
+                if let link = words.firstIndex(of: "link"), link + 1 < words.count { ptyLink = words[link + 1] }
+            } else if words.first == "udp", words.count >= 2, let colon = words[1].lastIndex(of: ":"),
+                let port = Int(words[1][words[1].index(after: colon)...])
+            {
+                var host = String(words[1][..<colon])
+                if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
+                udpEndpoints.append((host, port))
+            }
+        }
+    }
+
+    /// The sim's stderr so far.
+    var stderrText: String {
+        (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// The serial device URI (`serial:<link or pty>`).
+    var serialURI: String { "serial:\(ptyLink ?? ptyPath ?? "?")" }
+
+    /// The UDP device URI of the first UDP front end.
+    var udpURI: String {
+        guard let endpoint = udpEndpoints.first else { return "udp:?" }
+        return endpoint.host.contains(":") ? "udp:[\(endpoint.host)]:\(endpoint.port)" : "udp:\(endpoint.host):\(endpoint.port)"
+    }
+
+    /// Kills the simulator at once (a vanished device).
+    func kill9() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// SIGTERM, then SIGKILL after `grace` seconds; waits for the exit. Idempotent.
+    func stop(grace: Double = 3) {
+        let first = stopped.withValue { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            let deadline = Date().addingTimeInterval(grace)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        try? FileManager.default.removeItem(at: stderrFile)
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+/// The links the CLI tests run over.
+enum Link: String, CaseIterable, Sendable, CustomStringConvertible {
+    case serial
+    case udp
+
+    var description: String { rawValue }
+
+    /// smp-sim arguments serving this link; `directory` holds the pty symlink.
+    func simArguments(in directory: TemporaryDirectory) -> [String] {
+        switch self {
+        case .serial: return ["--pty-link", directory.path("tty")]
+        case .udp: return ["--udp", "127.0.0.1:0"]
+        }
+    }
+
+    func deviceURI(of sim: SimProcess) -> String {
+        switch self {
+        case .serial: return sim.serialURI
+        case .udp: return sim.udpURI
+        }
+    }
+}
+
+/// A simulator serving one link, a temporary directory, and `smp` pointed at both.
+struct SimSession: Sendable {
+    let sim: SimProcess
+    let link: Link
+    let directory: TemporaryDirectory
+    var device: String { link.deviceURI(of: sim) }
+
+    /// Runs `smp --device <sim> ARGS` with a hard timeout.
+    func smp(_ arguments: [String], timeout: Double = 60) async throws -> ProcessResult {
+        try await ProcessRunner.run(TestEnvironment.smp, ["--device", device] + arguments, timeout: timeout)
+    }
+
+    func smp(_ arguments: String..., timeout: Double = 60) async throws -> ProcessResult {
+        try await smp(arguments, timeout: timeout)
+    }
+}
+
+/// Starts a simulator on `link`, runs `body`, and stops the simulator and removes the directory in all
+/// paths.
+func withSimulator<R>(
+    _ link: Link, extraArguments: [String] = [], _ body: (SimSession) async throws -> R
+) async throws -> R {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let sim = try await SimProcess.start(link.simArguments(in: directory) + extraArguments)
+    defer { sim.stop() }
+    return try await body(SimSession(sim: sim, link: link, directory: directory))
+}
+
+/// Runs smp without a simulator.
+func runSMP(_ arguments: [String], timeout: Double = 30) async throws -> ProcessResult {
+    try TestEnvironment.requireBinaries()
+    return try await ProcessRunner.run(TestEnvironment.smp, arguments, timeout: timeout)
+}
