@@ -75,7 +75,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore"]),
+        .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore"], exclude: ["Fixtures"]),
         .testTarget(name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator"]),
         .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore"]),
         .testTarget(
