@@ -39,10 +39,17 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     private var answered = 0
     private var _droppedResponses = 0
     private let queue = DispatchQueue(label: "McuMgrSimulator.InMemorySimulatorTransport")
+    private let clock: @Sendable () -> SMPInstant
 
-    public init(device: SimulatedDevice = SimulatedDevice(), options: Options = Options()) {
+    /// - Parameter clock: the device's "now" for every request (uptime, RTC, reboot window); nil = the
+    ///   host's monotonic clock. Tests pass a manual clock to step through a reboot deterministically.
+    public init(
+        device: SimulatedDevice = SimulatedDevice(), options: Options = Options(),
+        clock: (@Sendable () -> SMPInstant)? = nil
+    ) {
         self.device = device
         self._options = options
+        self.clock = clock ?? { SystemClock.monotonicNow() }
     }
 
     public var name: String { "sim:" }
@@ -92,8 +99,9 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     private func deliver(_ packet: [UInt8]) {
         let options = self.options
         guard lock.withLock({ handler != nil }), !options.silent else { return }
-        if options.honorsReboot && device.isRebooting() { return }
-        let responses = device.responses(to: packet)
+        let now = clock()
+        if options.honorsReboot && device.isRebooting(at: now) { return }
+        let responses = device.responses(to: packet, now: now)
         for response in responses {
             let handler = lock.withLock { () -> (@Sendable (McuMgrTransportEvent) -> Void)? in
                 answered += 1
