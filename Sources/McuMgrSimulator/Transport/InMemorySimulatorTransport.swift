@@ -57,9 +57,14 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     /// The device's `bufferSize`.
     public var mtu: Int { device.configuration.bufferSize }
 
-    /// A window of `bufferCount - 1` (requests and responses share the device's buffers).
+    /// A window of `bufferCount - 1` (requests and responses share the device's buffers); when
+    /// responses are being dropped, retransmission after 4 × latency (at least 100 ms).
     public var sessionDefaults: SMPSessionConfiguration {
-        SMPSessionConfiguration(window: max(1, device.configuration.bufferCount - 1))
+        let options = self.options
+        let lossy = (options.dropEveryNthResponse ?? 0) > 0
+        return SMPSessionConfiguration(
+            window: max(1, device.configuration.bufferCount - 1),
+            retransmitInterval: lossy ? max(options.latency * 4, .milliseconds(100)) : nil)
     }
 
     /// The link behaviour; may be changed while open (e.g. go silent mid-transfer).

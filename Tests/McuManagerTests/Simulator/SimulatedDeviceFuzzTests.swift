@@ -94,4 +94,23 @@ struct SimulatedDeviceFuzzTests {
         }
         #expect(answered > 1000)
     }
+
+    @Test(arguments: [96, 128, 256, 384])
+    func everyResponseFitsSmallBuffers(bufferSize: Int) throws {
+        var configuration = SimulatorConfiguration()
+        configuration.bufferSize = bufferSize
+        configuration.imageCount = 2
+        let device = SimulatedDevice(configuration: configuration)
+        var answered = 0
+        for seed in Self.seeds {
+            guard let response = device.handle(seed, now: .zero) else {
+                #expect(seed.count > bufferSize)
+                continue
+            }
+            answered += 1
+            #expect(response.count <= bufferSize, "group \(response[5]) command \(response[7])")
+            _ = try decodeResponse(response, bufferSize: bufferSize)
+        }
+        #expect(answered > Self.seeds.count / 2)
+    }
 }
