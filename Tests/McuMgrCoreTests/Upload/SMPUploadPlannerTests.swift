@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func randomisedDeviceBehaviourAlwaysConverges() {
-        var rng = SeededRandom(seed: 42)
+        var rng = PlannerRandom(seed: 42)
         for _ in 0..<200 {
             let total = Int.random(in: 1...5000, using: &rng)
             var p = SMPUploadPlanner(totalSize: total, window: Int.random(in: 1...4, using: &rng))
@@ -115,7 +115,7 @@ import Testing
 }
 
 /// A small deterministic generator so failures reproduce.
-struct SeededRandom: RandomNumberGenerator {
+struct PlannerRandom: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
     mutating func next() -> UInt64 {
