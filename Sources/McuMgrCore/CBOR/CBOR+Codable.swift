@@ -7,6 +7,7 @@ import Foundation
 /// keys as their text form), null and undefined to null, tags to their content. Decoding from other
 /// coders yields null, booleans, integers, doubles, text, arrays and text-keyed maps.
 extension CBOR: Codable {
+    /// Writes the item unchanged to a `CBOREncoder`, or as its natural value to other encoders.
     public func encode(to encoder: any Encoder) throws {
         if let cbor = encoder as? _CBOREncoder {
             cbor.node = .item(self)
@@ -57,6 +58,7 @@ extension CBOR: Codable {
         }
     }
 
+    /// Reads the item unchanged from a `CBORDecoder`, or the natural value from other decoders.
     public init(from decoder: any Decoder) throws {
         if let cbor = decoder as? _CBORDecoder {
             self = cbor.item

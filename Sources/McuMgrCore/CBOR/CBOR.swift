@@ -17,7 +17,7 @@ public indirect enum CBOR: Sendable, Hashable {
     case bool(Bool)
     case null
     case undefined
-    /// A simple value other than false/true/null/undefined.
+    /// A simple value other than false/true/null/undefined: 0...19 or 32...255 (others cannot be written).
     case simple(UInt8)
     case half(Float)
     case float(Float)
