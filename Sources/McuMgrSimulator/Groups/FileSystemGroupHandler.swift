@@ -57,7 +57,7 @@ extension DeviceState {
         if configuration.legacyReturnCode { fixed += 4 }
         let available = configuration.bufferSize - fixed
         var chunk = 0
-        for headSize in [9, 5, 3, 2, 1] {
+        for headSize in [1, 2, 3, 5, 9] {
             let n = available - headSize
             if n > 0 && CBORWriter.headSize(argument: UInt64(n)) <= headSize {
                 chunk = n

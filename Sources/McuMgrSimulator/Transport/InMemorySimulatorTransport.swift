@@ -39,10 +39,17 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     private var answered = 0
     private var _droppedResponses = 0
     private let queue = DispatchQueue(label: "McuMgrSimulator.InMemorySimulatorTransport")
+    private let clock: @Sendable () -> SMPInstant
 
-    public init(device: SimulatedDevice = SimulatedDevice(), options: Options = Options()) {
+    /// - Parameter clock: the device's "now" for every request (uptime, RTC, reboot window); nil = the
+    ///   host's monotonic clock. Tests pass a manual clock to step through a reboot deterministically.
+    public init(
+        device: SimulatedDevice = SimulatedDevice(), options: Options = Options(),
+        clock: (@Sendable () -> SMPInstant)? = nil
+    ) {
         self.device = device
         self._options = options
+        self.clock = clock ?? { SystemClock.monotonicNow() }
     }
 
     public var name: String { "sim:" }
@@ -50,9 +57,14 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     /// The device's `bufferSize`.
     public var mtu: Int { device.configuration.bufferSize }
 
-    /// A window of `bufferCount - 1` (requests and responses share the device's buffers).
+    /// A window of `bufferCount - 1` (requests and responses share the device's buffers); when
+    /// responses are being dropped, retransmission after 4 × latency (at least 100 ms).
     public var sessionDefaults: SMPSessionConfiguration {
-        SMPSessionConfiguration(window: max(1, device.configuration.bufferCount - 1))
+        let options = self.options
+        let lossy = (options.dropEveryNthResponse ?? 0) > 0
+        return SMPSessionConfiguration(
+            window: max(1, device.configuration.bufferCount - 1),
+            retransmitInterval: lossy ? max(options.latency * 4, .milliseconds(100)) : nil)
     }
 
     /// The link behaviour; may be changed while open (e.g. go silent mid-transfer).
@@ -92,8 +104,9 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     private func deliver(_ packet: [UInt8]) {
         let options = self.options
         guard lock.withLock({ handler != nil }), !options.silent else { return }
-        if options.honorsReboot && device.isRebooting() { return }
-        let responses = device.responses(to: packet)
+        let now = clock()
+        if options.honorsReboot && device.isRebooting(at: now) { return }
+        let responses = device.responses(to: packet, now: now)
         for response in responses {
             let handler = lock.withLock { () -> (@Sendable (McuMgrTransportEvent) -> Void)? in
                 answered += 1
