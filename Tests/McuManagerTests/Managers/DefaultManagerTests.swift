@@ -6,25 +6,25 @@ import Testing
 
 @Suite struct DefaultManagerTests {
     @Test func echoReturnsTheText() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = DefaultManager(client: rig.client)
         #expect(try await manager.echo("hello") == "hello")
         let request = try #require(rig.tap.sent.last)
-        #expect(body(request) == .textMap(["d": "hello"]))
+        #expect(smpBody(request) == .textMap(["d": "hello"]))
     }
 
     @Test func consoleEchoIsUnsupportedOnZephyr() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let error = await #expect(throws: McuMgrError.self) {
             try await DefaultManager(client: rig.client).consoleEcho(enabled: true)
         }
         #expect(error?.kind == .device)
         #expect(error?.returnCode == .notSupported)
-        #expect(body(try #require(rig.tap.sent.last)) == .textMap(["echo": 1]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .textMap(["echo": 1]))
     }
 
     @Test func taskAndMemoryPoolStatistics() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = DefaultManager(client: rig.client)
         let tasks = try await manager.taskStats()
         #expect(!tasks.isEmpty)
@@ -35,11 +35,11 @@ import Testing
     }
 
     @Test func dateTimeRoundTripsInUTC() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = DefaultManager(client: rig.client)
         let date = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
         try await manager.writeDatetime(date)
-        #expect(body(try #require(rig.tap.sent.last)) == .textMap(["datetime": "2026-01-01T00:00:00"]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .textMap(["datetime": "2026-01-01T00:00:00"]))
         let read = try await manager.readDatetime()
         #expect(abs(read.timeIntervalSince(date)) < 5)
     }
@@ -54,17 +54,17 @@ import Testing
     }
 
     @Test func resetReboots() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         try await DefaultManager(client: rig.client).reset()
-        #expect(body(try #require(rig.tap.sent.last)) == .map([]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .map([]))
         #expect(rig.device.resetCount == 1)
         try await rig.waitForReboot()
         try await DefaultManager(client: rig.client).reset(force: true, bootMode: 1)
-        #expect(body(try #require(rig.tap.sent.last)) == .textMap(["force": true, "boot_mode": 1]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .textMap(["force": true, "boot_mode": 1]))
     }
 
     @Test func parametersInfoAndBootloader() async throws {
-        let rig = Rig { $0.bufferSize = 1024; $0.bufferCount = 6 }
+        let rig = ManagerRig { $0.bufferSize = 1024; $0.bufferCount = 6 }
         let manager = DefaultManager(client: rig.client)
         let parameters = try await manager.mcuMgrParameters()
         #expect(parameters == McuMgrParametersResponse(bufferSize: 1024, bufferCount: 6))
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func deviceErrorNamesTheGroupError() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let error = await #expect(throws: McuMgrError.self) {
             try await DefaultManager(client: rig.client).bootloaderInfo(query: "no-such-query")
         }

@@ -17,14 +17,14 @@ import Testing
     }
 
     @Test func oneMebibyteRoundTripsVerified() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = FileSystemManager(client: rig.client)
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let bytes = pseudoRandomBytes(1024 * 1024, seed: 99)
+        let bytes = managerTestBytes(1024 * 1024, seed: 99)
         let local = try Self.writeLocal(bytes, in: directory)
 
-        let progress = Locked<[TransferProgress]>([])
+        let progress = ManagerTestBox<[TransferProgress]>([])
         let upload = try await manager.upload(local, to: "/lfs/big.bin") { p in progress.withValue { $0.append(p) } }
         #expect(upload.bytes == bytes.count)
         #expect(upload.verification == .sha256)
@@ -32,12 +32,12 @@ import Testing
         #expect(progress.current.last?.bytesTransferred == bytes.count)
         #expect(rig.tap.maximumInFlight > 1)
         let uploads = rig.tap.sent.filter { $0.header.group == .fileSystem && $0.header.command.rawValue == 0 }
-        #expect(body(uploads[0])["len"]?.int == bytes.count)
-        #expect(uploads.dropFirst().allSatisfy { body($0)["len"] == nil })
+        #expect(smpBody(uploads[0])["len"]?.int == bytes.count)
+        #expect(uploads.dropFirst().allSatisfy { smpBody($0)["len"] == nil })
         #expect(try await manager.status(name: "/lfs/big.bin") == bytes.count)
 
         let destination = directory.appendingPathComponent("copy.bin")
-        let downloadProgress = Locked<[TransferProgress]>([])
+        let downloadProgress = ManagerTestBox<[TransferProgress]>([])
         let download = try await manager.download("/lfs/big.bin", to: destination) { p in
             downloadProgress.withValue { $0.append(p) }
         }
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func hashStatusTypesAndClose() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = FileSystemManager(client: rig.client)
         let contents = Array("Hello from the simulated device!\n".utf8)
         let types = try await manager.supportedHashTypes()
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func crc32VerificationWhenSha256IsMissing() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 packet.header.group == .fileSystem && packet.header.command.rawValue == 3
@@ -75,9 +75,9 @@ import Testing
                     : .forward(packet.bytes)
             }
         }
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let bytes = pseudoRandomBytes(10_000, seed: 5)
+        let bytes = managerTestBytes(10_000, seed: 5)
         let result = try await FileSystemManager(client: rig.client).upload(
             try Self.writeLocal(bytes, in: directory), to: "/lfs/crc.bin")
         #expect(result.verification == .crc32)
@@ -87,14 +87,14 @@ import Testing
     }
 
     @Test func verificationIsSkippedWhenTheDeviceHasNoHashes() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 packet.header.group == .fileSystem && [2, 3].contains(packet.header.command.rawValue)
                     ? .reply(.textMap(["rc": 8])) : .forward(packet.bytes)
             }
         }
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let result = try await FileSystemManager(client: rig.client).upload(
             try Self.writeLocal([1, 2, 3], in: directory), to: "/lfs/small.bin")
@@ -106,8 +106,8 @@ import Testing
     }
 
     @Test func corruptedUploadIsDetected() async throws {
-        let rig = Rig()
-        let count = Locked(0)
+        let rig = ManagerRig()
+        let count = ManagerTestBox(0)
         // Flip the last data byte of the third upload chunk on its way to the device.
         rig.tap.rule.withValue { rule in
             rule = { packet in
@@ -124,9 +124,9 @@ import Testing
                 return .forward(bytes)
             }
         }
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let local = try Self.writeLocal(pseudoRandomBytes(20_000, seed: 7), in: directory)
+        let local = try Self.writeLocal(managerTestBytes(20_000, seed: 7), in: directory)
         let error = await #expect(throws: McuMgrError.self) {
             try await FileSystemManager(client: rig.client).upload(local, to: "/lfs/bad.bin")
         }
@@ -135,8 +135,8 @@ import Testing
     }
 
     @Test func corruptedDownloadIsDetectedAndNotKept() async throws {
-        let rig = Rig()
-        rig.device.setFile("/lfs/data.bin", pseudoRandomBytes(8_000, seed: 3))
+        let rig = ManagerRig()
+        rig.device.setFile("/lfs/data.bin", managerTestBytes(8_000, seed: 3))
         // The device's hash of the file is wrong (as if the data had been corrupted on the way).
         rig.tap.rule.withValue { rule in
             rule = { packet in
@@ -145,7 +145,7 @@ import Testing
                     : .forward(packet.bytes)
             }
         }
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("data.bin")
         let error = await #expect(throws: McuMgrError.self) {
@@ -157,9 +157,9 @@ import Testing
     }
 
     @Test func interruptedDownloadLeavesNoFile() async throws {
-        let rig = Rig()
-        rig.device.setFile("/lfs/big.bin", pseudoRandomBytes(200_000, seed: 11))
-        let downloads = Locked(0)
+        let rig = ManagerRig()
+        rig.device.setFile("/lfs/big.bin", managerTestBytes(200_000, seed: 11))
+        let downloads = ManagerTestBox(0)
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 guard packet.header.group == .fileSystem, packet.header.operation == .read,
@@ -172,7 +172,7 @@ import Testing
                 return n > 20 ? .closeLink : .forward(packet.bytes)
             }
         }
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("big.bin")
         // An older copy under the final name must survive a failed download untouched.
@@ -186,12 +186,12 @@ import Testing
     }
 
     @Test func cancelledDownloadLeavesNoFile() async throws {
-        let rig = Rig()
-        rig.device.setFile("/lfs/big.bin", pseudoRandomBytes(300_000, seed: 12))
-        let directory = try makeTemporaryDirectory()
+        let rig = ManagerRig()
+        rig.device.setFile("/lfs/big.bin", managerTestBytes(300_000, seed: 12))
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("big.bin")
-        let canceller = Canceller()
+        let canceller = ManagerTestCanceller()
         let manager = FileSystemManager(client: rig.client)
         let task = Task {
             try await manager.download("/lfs/big.bin", to: destination) { progress in
@@ -199,15 +199,15 @@ import Testing
             }
         }
         canceller.attach(task)
-        let error = try #require(await task.result.failure as? McuMgrError)
+        let error = try #require(await task.result.managerFailure as? McuMgrError)
         #expect(error.kind == .cancelled)
         #expect(!FileManager.default.fileExists(atPath: destination.path))
         #expect(try Self.leftovers(in: directory).isEmpty)
     }
 
     @Test func uploadResynchronisesOnOffsetError() async throws {
-        let rig = Rig()
-        let count = Locked(0)
+        let rig = ManagerRig()
+        let count = ManagerTestBox(0)
         // Lose the fourth chunk: the device then answers FS error 11 with its size, and the upload
         // continues from there.
         rig.tap.rule.withValue { rule in
@@ -223,26 +223,26 @@ import Testing
             }
         }
         let client = McuMgrClient(transport: rig.tap, configuration: .init(timeout: .milliseconds(500)))
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let bytes = pseudoRandomBytes(30_000, seed: 4)
+        let bytes = managerTestBytes(30_000, seed: 4)
         let result = try await FileSystemManager(client: client).upload(
             try Self.writeLocal(bytes, in: directory), to: "/lfs/resync.bin",
             configuration: UploadConfiguration(chunkTimeout: .milliseconds(500)))
         #expect(result.verification == .sha256)
         #expect(rig.device.file("/lfs/resync.bin") == bytes)
-        let errors = rig.tap.received.filter { body($0)["err"] != nil }
+        let errors = rig.tap.received.filter { smpBody($0)["err"] != nil }
         #expect(!errors.isEmpty)
     }
 
     @Test func fileErrorsNameTheGroupError() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = FileSystemManager(client: rig.client)
         let error = await #expect(throws: McuMgrError.self) { try await manager.status(name: "/lfs/missing.txt") }
         #expect(error?.kind == .device)
         #expect(error?.groupError == McuMgrGroupError(group: .fileSystem, rc: 3))
         #expect(error?.message.contains("FILE_NOT_FOUND") == true)
-        let directory = try makeTemporaryDirectory()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("missing.txt")
         await #expect(throws: McuMgrError.self) { try await manager.download("/lfs/missing.txt", to: destination) }
@@ -255,8 +255,8 @@ import Testing
     }
 
     @Test func emptyFileUploads() async throws {
-        let rig = Rig()
-        let directory = try makeTemporaryDirectory()
+        let rig = ManagerRig()
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         _ = try await FileSystemManager(client: rig.client).upload(
             try Self.writeLocal([], in: directory), to: "/lfs/empty.bin", verify: false)

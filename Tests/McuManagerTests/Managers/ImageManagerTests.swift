@@ -7,17 +7,17 @@ import Testing
 
 @Suite struct ImageManagerTests {
     static func image(kib: Int = 300, version: SimulatorImageVersion = SimulatorImageVersion(2, 1, 0)) -> [UInt8] {
-        SimulatedMCUbootImage.build(version: version, body: pseudoRandomBytes(kib * 1024 - 72))
+        SimulatedMCUbootImage.build(version: version, body: managerTestBytes(kib * 1024 - 72))
     }
 
     /// Offsets of the image upload chunks the client sent.
-    static func uploadOffsets(_ tap: TapTransport) -> [Int] {
+    static func uploadOffsets(_ tap: ManagerTapTransport) -> [Int] {
         tap.sent.filter { $0.header.group == .image && $0.header.command == McuMgrCommand.Image.upload }
-            .compactMap { body($0)["off"]?.int }
+            .compactMap { smpBody($0)["off"]?.int }
     }
 
     @Test func listAndSlotInfo() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = ImageManager(client: rig.client)
         let list = try await manager.list()
         #expect(list.images.count == 1)
@@ -31,10 +31,10 @@ import Testing
     }
 
     @Test func uploadTestResetMakesTheImageActive() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = ImageManager(client: rig.client)
         let file = Self.image()
-        let progress = Locked<[TransferProgress]>([])
+        let progress = ManagerTestBox<[TransferProgress]>([])
         let result = try await manager.upload(data: Data(file)) { p in progress.withValue { $0.append(p) } }
         #expect(result.totalBytes == file.count)
         #expect(result.resumedFrom == 0)
@@ -42,11 +42,11 @@ import Testing
 
         // First chunk: len, sha of the whole file, no image key; chunks fit buf_size; pipelined.
         let uploads = rig.tap.sent.filter { $0.header.group == .image && $0.header.command.rawValue == 1 }
-        let first = body(try #require(uploads.first))
+        let first = smpBody(try #require(uploads.first))
         #expect(first["len"]?.int == file.count)
         #expect(first["sha"]?.byteString == Array(SHA256.hash(data: file)))
         #expect(first["image"] == nil)
-        #expect(uploads.dropFirst().allSatisfy { body($0)["len"] == nil && body($0)["sha"] == nil })
+        #expect(uploads.dropFirst().allSatisfy { smpBody($0)["len"] == nil && smpBody($0)["sha"] == nil })
         #expect(uploads.allSatisfy { $0.bytes.count <= 2048 })
         #expect(uploads.dropFirst().contains { $0.bytes.count > 2000 })  // chunks use the buffer
         #expect(rig.tap.maximumInFlight > 1)
@@ -75,8 +75,8 @@ import Testing
     }
 
     @Test func uploadFromFileWithImageNumberAndConfiguration() async throws {
-        let rig = Rig { $0.imageCount = 2 }
-        let directory = try makeTemporaryDirectory()
+        let rig = ManagerRig { $0.imageCount = 2 }
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = Self.image(kib: 40)
         let url = directory.appendingPathComponent("app.bin")
@@ -86,18 +86,18 @@ import Testing
         #expect(result.pipelineDepth == 2)
         #expect(result.chunkSize == 496)
         let uploads = rig.tap.sent.filter { $0.header.group == .image && $0.header.command.rawValue == 1 }
-        #expect(body(uploads[0])["image"] == 1)
-        let lengths = uploads.compactMap { body($0)["data"]?.byteString?.count }
+        #expect(smpBody(uploads[0])["image"] == 1)
+        let lengths = uploads.compactMap { smpBody($0)["data"]?.byteString?.count }
         #expect(lengths.dropLast().allSatisfy { $0 % 8 == 0 && $0 <= 500 })
         #expect(rig.tap.maximumInFlight <= 2)
         #expect(rig.device.imageSlots.contains { $0.image == 1 && $0.slot == 1 && $0.bytes == file })
     }
 
     @Test func uploadResumesAfterCancellation() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = ImageManager(client: rig.client)
         let file = Data(Self.image())
-        let canceller = Canceller()
+        let canceller = ManagerTestCanceller()
         let task = Task {
             try await manager.upload(data: file) { progress in
                 if progress.bytesTransferred > file.count / 2 { canceller.cancel() }
@@ -105,14 +105,14 @@ import Testing
         }
         canceller.attach(task)
         let interrupted = await task.result
-        let error = try #require(interrupted.failure as? McuMgrError)
+        let error = try #require(interrupted.managerFailure as? McuMgrError)
         #expect(error.kind == .cancelled)
         let firstRun = Self.uploadOffsets(rig.tap)
         #expect((firstRun.max() ?? 0) > file.count / 3)
         #expect((firstRun.max() ?? 0) < file.count)
 
         rig.tap.resetCounters()
-        let progress = Locked<[Int]>([])
+        let progress = ManagerTestBox<[Int]>([])
         let result = try await manager.upload(data: file) { p in progress.withValue { $0.append(p.bytesTransferred) } }
         #expect(result.resumedFrom > file.count / 2)
         let offsets = Self.uploadOffsets(rig.tap)
@@ -124,12 +124,12 @@ import Testing
     }
 
     @Test func busyDeviceIsRetried() async throws {
-        let rig = Rig()
-        let busyAnswers = Locked(0)
+        let rig = ManagerRig()
+        let busyAnswers = ManagerTestBox(0)
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 guard packet.header.group == .image, packet.header.command.rawValue == 1,
-                    body(packet)["off"]?.int ?? 0 > 0
+                    smpBody(packet)["off"]?.int ?? 0 > 0
                 else { return .forward(packet.bytes) }
                 let answerBusy = busyAnswers.withValue { count -> Bool in
                     count += 1
@@ -145,7 +145,7 @@ import Testing
     }
 
     @Test func deviceWithoutParametersGetsStopAndWait() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 packet.header.group == .os && packet.header.command == McuMgrCommand.OS.mcuMgrParameters
@@ -158,7 +158,7 @@ import Testing
     }
 
     @Test func imageErrorsAreDeviceErrors() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = ImageManager(client: rig.client)
         let error = await #expect(throws: McuMgrError.self) { try await manager.test(hash: Data(repeating: 1, count: 32)) }
         #expect(error?.kind == .device)
@@ -175,19 +175,19 @@ import Testing
     }
 
     @Test func eraseSecondarySlot() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = ImageManager(client: rig.client)
         _ = try await manager.upload(data: Data(Self.image(kib: 8)))
         #expect(rig.device.imageSlots.count == 2)
         try await manager.erase(slot: 1)
-        #expect(body(try #require(rig.tap.sent.last)) == .textMap(["slot": 1]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .textMap(["slot": 1]))
         #expect(rig.device.imageSlots.count == 1)
         try await manager.erase()
     }
 }
 
 extension Result {
-    var failure: Failure? {
+    var managerFailure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
     }

@@ -4,7 +4,7 @@ import McuMgrCore
 import McuMgrSimulator
 
 /// A thread-safe box for test bookkeeping.
-final class Locked<Value>: @unchecked Sendable {
+final class ManagerTestBox<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
     init(_ value: Value) { self.value = value }
@@ -17,7 +17,7 @@ final class Locked<Value>: @unchecked Sendable {
 }
 
 /// What the tap does with a request on its way to the device.
-enum TapAction {
+enum ManagerTapAction {
     /// Send these bytes (possibly altered).
     case forward([UInt8])
     /// Lose the request.
@@ -30,11 +30,11 @@ enum TapAction {
 
 /// Wraps a transport: records packets both ways, lets a test alter, drop or answer requests, and
 /// tracks how many requests were in flight at once.
-final class TapTransport: McuMgrTransport, @unchecked Sendable {
+final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
     let inner: any McuMgrTransport
-    private let state = Locked(TapState())
+    private let state = ManagerTestBox(TapState())
     /// Decides per request; nil forwards unchanged.
-    let rule = Locked<(@Sendable (SMPPacket) -> TapAction)?>(nil)
+    let rule = ManagerTestBox<(@Sendable (SMPPacket) -> ManagerTapAction)?>(nil)
 
     struct TapState {
         var sent: [SMPPacket] = []
@@ -111,10 +111,10 @@ final class TapTransport: McuMgrTransport, @unchecked Sendable {
 }
 
 /// A simulated device, its in-memory link, a tap on it, and a client.
-struct Rig {
+struct ManagerRig {
     let device: SimulatedDevice
     let link: InMemorySimulatorTransport
-    let tap: TapTransport
+    let tap: ManagerTapTransport
     let client: McuMgrClient
 
     init(timeout: Duration = .seconds(10), _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) {
@@ -122,7 +122,7 @@ struct Rig {
         configure(&configuration)
         device = SimulatedDevice(configuration: configuration)
         link = InMemorySimulatorTransport(device: device)
-        tap = TapTransport(link)
+        tap = ManagerTapTransport(link)
         client = McuMgrClient(transport: tap, configuration: .init(timeout: timeout))
     }
 
@@ -133,7 +133,7 @@ struct Rig {
 }
 
 /// Lets a progress callback cancel the task it reports for.
-final class Canceller: @unchecked Sendable {
+final class ManagerTestCanceller: @unchecked Sendable {
     private let lock = NSLock()
     private var cancelAction: (@Sendable () -> Void)?
     private var requested = false
@@ -156,12 +156,12 @@ final class Canceller: @unchecked Sendable {
 }
 
 /// The CBOR body of a packet.
-func body(_ packet: SMPPacket) -> CBOR {
+func smpBody(_ packet: SMPPacket) -> CBOR {
     (try? CBOR(decoding: packet.payload)) ?? .map([])
 }
 
 /// Deterministic pseudo-random bytes.
-func pseudoRandomBytes(_ count: Int, seed: UInt64 = 0x1234_5678) -> [UInt8] {
+func managerTestBytes(_ count: Int, seed: UInt64 = 0x1234_5678) -> [UInt8] {
     var state = seed
     var out = [UInt8]()
     out.reserveCapacity(count)
@@ -173,7 +173,7 @@ func pseudoRandomBytes(_ count: Int, seed: UInt64 = 0x1234_5678) -> [UInt8] {
 }
 
 /// A fresh temporary directory.
-func makeTemporaryDirectory() throws -> URL {
+func makeManagerTestDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("mcumgr-tests-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url

@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct StatsAndSettingsTests {
     @Test func statistics() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = StatsManager(client: rig.client)
         let names = try await manager.list()
         #expect(!names.isEmpty)
@@ -18,12 +18,12 @@ import Testing
     }
 
     @Test func settingsLifecycle() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = SettingsManager(client: rig.client)
         #expect(try await manager.read(name: "app/name") == Data("zephyr-sim".utf8))
         try await manager.write(name: "app/colour", value: Data([1, 2, 3]))
         #expect(try await manager.read(name: "app/colour", maxSize: 16) == Data([1, 2, 3]))
-        #expect(body(try #require(rig.tap.sent.last)) == .textMap(["name": "app/colour", "max_size": 16]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .textMap(["name": "app/colour", "max_size": 16]))
         try await manager.commit()
         try await manager.save(name: "app")
         try await manager.save()
@@ -37,7 +37,7 @@ import Testing
 
 @Suite struct MynewtGroupsTests {
     @Test func logGroup() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = LogManager(client: rig.client)
         #expect(try await manager.logsList().count == 1)
         #expect(!(try await manager.levelList()).isEmpty)
@@ -49,23 +49,23 @@ import Testing
     }
 
     @Test func runTestsAndCrash() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let run = RunTestManager(client: rig.client)
         let tests = try await run.list()
         #expect(tests.contains("selftest"))
         try await run.test(name: "selftest", token: "t1")
-        #expect(body(try #require(rig.tap.sent.last)) == .textMap(["testname": "selftest", "token": "t1"]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .textMap(["testname": "selftest", "token": "t1"]))
         let entries = try await LogManager(client: rig.client).show().logs?.first?.entries ?? []
         #expect(entries.contains { $0.text?.contains("selftest passed t1") == true })
         try await CrashManager(client: rig.client).test(.divideByZero)
-        #expect(body(try #require(rig.tap.sent.last)) == .textMap(["t": "div0"]))
+        #expect(smpBody(try #require(rig.tap.sent.last)) == .textMap(["t": "div0"]))
         #expect(rig.device.resetCount == 1)
     }
 }
 
 @Suite struct ShellEnumerationBasicTests {
     @Test func shellExecute() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = ShellManager(client: rig.client)
         let result = try await manager.execute(["echo", "hi", "there"])
         #expect(result.output == "hi there\n")
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func shellLegacyReturnCodeIsNotAnError() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 packet.header.group == .shell ? .reply(.textMap(["o": "boom\n", "rc": 3])) : .forward(packet.bytes)
@@ -88,7 +88,7 @@ import Testing
     }
 
     @Test func enumeration() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let manager = EnumerationManager(client: rig.client)
         let count = try await manager.count()
         let groups = try await manager.list()
@@ -108,7 +108,7 @@ import Testing
     }
 
     @Test func basicEraseStorage() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         try await BasicManager(client: rig.client).eraseStorage()
         #expect(rig.tap.sent.last?.header.group == .zephyrBasic)
     }
@@ -126,7 +126,7 @@ struct SensorReadRequest: McuMgrRequest {
 
 @Suite struct CustomGroupTests {
     @Test func unknownGroupIsReportedAsNotSupported() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         let error = await #expect(throws: McuMgrError.self) {
             _ = try await rig.client.send(SensorReadRequest(channel: 2))
         }
@@ -135,11 +135,11 @@ struct SensorReadRequest: McuMgrRequest {
         #expect(error?.message.contains("sensor read") == true)
         let request = try #require(rig.tap.sent.last)
         #expect(request.header.group == McuMgrGroup(64))
-        #expect(body(request) == .textMap(["channel": 2]))
+        #expect(smpBody(request) == .textMap(["channel": 2]))
     }
 
     @Test func customGroupAnswerDecodes() async throws {
-        let rig = Rig()
+        let rig = ManagerRig()
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 packet.header.group == McuMgrGroup(64) ? .reply(.textMap(["celsius": .double(21.5)])) : .forward(packet.bytes)
