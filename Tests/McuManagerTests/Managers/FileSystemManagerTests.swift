@@ -1,0 +1,265 @@
+import Crypto
+import Foundation
+import McuManager
+import McuMgrCore
+import McuMgrSimulator
+import Testing
+
+@Suite struct FileSystemManagerTests {
+    static func writeLocal(_ bytes: [UInt8], in directory: URL, name: String = "local.bin") throws -> URL {
+        let url = directory.appendingPathComponent(name)
+        try Data(bytes).write(to: url)
+        return url
+    }
+
+    static func leftovers(in directory: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".download") }
+    }
+
+    @Test func oneMebibyteRoundTripsVerified() async throws {
+        let rig = ManagerRig()
+        let manager = FileSystemManager(client: rig.client)
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bytes = managerTestBytes(1024 * 1024, seed: 99)
+        let local = try Self.writeLocal(bytes, in: directory)
+
+        let progress = ManagerTestBox<[TransferProgress]>([])
+        let upload = try await manager.upload(local, to: "/lfs/big.bin") { p in progress.withValue { $0.append(p) } }
+        #expect(upload.bytes == bytes.count)
+        #expect(upload.verification == .sha256)
+        #expect(rig.device.file("/lfs/big.bin") == bytes)
+        #expect(progress.current.last?.bytesTransferred == bytes.count)
+        #expect(rig.tap.maximumInFlight > 1)
+        let uploads = rig.tap.sent.filter { $0.header.group == .fileSystem && $0.header.command.rawValue == 0 }
+        #expect(smpBody(uploads[0])["len"]?.int == bytes.count)
+        #expect(uploads.dropFirst().allSatisfy { smpBody($0)["len"] == nil })
+        #expect(try await manager.status(name: "/lfs/big.bin") == bytes.count)
+
+        let destination = directory.appendingPathComponent("copy.bin")
+        let downloadProgress = ManagerTestBox<[TransferProgress]>([])
+        let download = try await manager.download("/lfs/big.bin", to: destination) { p in
+            downloadProgress.withValue { $0.append(p) }
+        }
+        #expect(download.bytes == bytes.count)
+        #expect(download.verification == .sha256)
+        #expect(try Data(contentsOf: destination) == Data(bytes))
+        #expect(downloadProgress.current.last?.bytesTransferred == bytes.count)
+        #expect(try Self.leftovers(in: directory).isEmpty)
+    }
+
+    @Test func hashStatusTypesAndClose() async throws {
+        let rig = ManagerRig()
+        let manager = FileSystemManager(client: rig.client)
+        let contents = Array("Hello from the simulated device!\n".utf8)
+        let types = try await manager.supportedHashTypes()
+        #expect(types["sha256"]?.size == 32)
+        #expect(types["crc32"]?.format == 0)
+        let sha = try await manager.hash(name: "/lfs/hello.txt", type: "sha256")
+        #expect(sha.outputBytes == Data(SHA256.hash(data: contents)))
+        #expect(sha.length == contents.count)
+        let crc = try await manager.hash(name: "/lfs/hello.txt", type: "crc32", offset: 6, length: 4)
+        #expect(crc.offset == 6)
+        #expect(crc.length == 4)
+        #expect(crc.outputNumber != nil)
+        #expect(try await manager.status(name: "/lfs/hello.txt") == contents.count)
+        try await manager.close()
+    }
+
+    @Test func crc32VerificationWhenSha256IsMissing() async throws {
+        let rig = ManagerRig()
+        rig.tap.rule.withValue { rule in
+            rule = { packet in
+                packet.header.group == .fileSystem && packet.header.command.rawValue == 3
+                    ? .reply(.textMap(["types": .textMap(["crc32": .textMap(["format": 0, "size": 4])])]))
+                    : .forward(packet.bytes)
+            }
+        }
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bytes = managerTestBytes(10_000, seed: 5)
+        let result = try await FileSystemManager(client: rig.client).upload(
+            try Self.writeLocal(bytes, in: directory), to: "/lfs/crc.bin")
+        #expect(result.verification == .crc32)
+        let download = try await FileSystemManager(client: rig.client).download(
+            "/lfs/crc.bin", to: directory.appendingPathComponent("crc-copy.bin"))
+        #expect(download.verification == .crc32)
+    }
+
+    @Test func verificationIsSkippedWhenTheDeviceHasNoHashes() async throws {
+        let rig = ManagerRig()
+        rig.tap.rule.withValue { rule in
+            rule = { packet in
+                packet.header.group == .fileSystem && [2, 3].contains(packet.header.command.rawValue)
+                    ? .reply(.textMap(["rc": 8])) : .forward(packet.bytes)
+            }
+        }
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try await FileSystemManager(client: rig.client).upload(
+            try Self.writeLocal([1, 2, 3], in: directory), to: "/lfs/small.bin")
+        guard case .skipped = result.verification else {
+            Issue.record("expected verification to be skipped, got \(result.verification)")
+            return
+        }
+        #expect(rig.device.file("/lfs/small.bin") == [1, 2, 3])
+    }
+
+    @Test func corruptedUploadIsDetected() async throws {
+        let rig = ManagerRig()
+        let count = ManagerTestBox(0)
+        // Flip the last data byte of the third upload chunk on its way to the device.
+        rig.tap.rule.withValue { rule in
+            rule = { packet in
+                guard packet.header.group == .fileSystem, packet.header.command.rawValue == 0,
+                    packet.header.operation == .write
+                else { return .forward(packet.bytes) }
+                let n = count.withValue { value -> Int in
+                    value += 1
+                    return value
+                }
+                guard n == 3 else { return .forward(packet.bytes) }
+                var bytes = packet.bytes
+                bytes[bytes.count - 1] ^= 0xFF
+                return .forward(bytes)
+            }
+        }
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let local = try Self.writeLocal(managerTestBytes(20_000, seed: 7), in: directory)
+        let error = await #expect(throws: McuMgrError.self) {
+            try await FileSystemManager(client: rig.client).upload(local, to: "/lfs/bad.bin")
+        }
+        #expect(error?.message.contains("verification") == true)
+        #expect(error?.message.contains("sha256") == true)
+    }
+
+    @Test func corruptedDownloadIsDetectedAndNotKept() async throws {
+        let rig = ManagerRig()
+        rig.device.setFile("/lfs/data.bin", managerTestBytes(8_000, seed: 3))
+        // The device's hash of the file is wrong (as if the data had been corrupted on the way).
+        rig.tap.rule.withValue { rule in
+            rule = { packet in
+                packet.header.group == .fileSystem && packet.header.command.rawValue == 2
+                    ? .reply(.textMap(["type": "sha256", "len": 8_000, "output": .bytes(Array(repeating: 0, count: 32))]))
+                    : .forward(packet.bytes)
+            }
+        }
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("data.bin")
+        let error = await #expect(throws: McuMgrError.self) {
+            try await FileSystemManager(client: rig.client).download("/lfs/data.bin", to: destination)
+        }
+        #expect(error?.message.contains("verification") == true)
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        #expect(try Self.leftovers(in: directory).isEmpty)
+    }
+
+    @Test func interruptedDownloadLeavesNoFile() async throws {
+        let rig = ManagerRig()
+        rig.device.setFile("/lfs/big.bin", managerTestBytes(200_000, seed: 11))
+        let downloads = ManagerTestBox(0)
+        rig.tap.rule.withValue { rule in
+            rule = { packet in
+                guard packet.header.group == .fileSystem, packet.header.operation == .read,
+                    packet.header.command.rawValue == 0
+                else { return .forward(packet.bytes) }
+                let n = downloads.withValue { value -> Int in
+                    value += 1
+                    return value
+                }
+                return n > 20 ? .closeLink : .forward(packet.bytes)
+            }
+        }
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("big.bin")
+        // An older copy under the final name must survive a failed download untouched.
+        try Data("old".utf8).write(to: destination)
+        let error = await #expect(throws: McuMgrError.self) {
+            try await FileSystemManager(client: rig.client).download("/lfs/big.bin", to: destination)
+        }
+        #expect(error?.kind == .transport)
+        #expect(try Data(contentsOf: destination) == Data("old".utf8))
+        #expect(try Self.leftovers(in: directory).isEmpty)
+    }
+
+    @Test func cancelledDownloadLeavesNoFile() async throws {
+        let rig = ManagerRig()
+        rig.device.setFile("/lfs/big.bin", managerTestBytes(300_000, seed: 12))
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("big.bin")
+        let canceller = ManagerTestCanceller()
+        let manager = FileSystemManager(client: rig.client)
+        let task = Task {
+            try await manager.download("/lfs/big.bin", to: destination) { progress in
+                if progress.bytesTransferred > 100_000 { canceller.cancel() }
+            }
+        }
+        canceller.attach(task)
+        let error = try #require(await task.result.managerFailure as? McuMgrError)
+        #expect(error.kind == .cancelled)
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        #expect(try Self.leftovers(in: directory).isEmpty)
+    }
+
+    @Test func uploadResynchronisesOnOffsetError() async throws {
+        let rig = ManagerRig()
+        let count = ManagerTestBox(0)
+        // Lose the fourth chunk: the device then answers FS error 11 with its size, and the upload
+        // continues from there.
+        rig.tap.rule.withValue { rule in
+            rule = { packet in
+                guard packet.header.group == .fileSystem, packet.header.command.rawValue == 0,
+                    packet.header.operation == .write
+                else { return .forward(packet.bytes) }
+                let n = count.withValue { value -> Int in
+                    value += 1
+                    return value
+                }
+                return n == 4 ? .drop : .forward(packet.bytes)
+            }
+        }
+        let client = McuMgrClient(transport: rig.tap, configuration: .init(timeout: .milliseconds(500)))
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bytes = managerTestBytes(30_000, seed: 4)
+        let result = try await FileSystemManager(client: client).upload(
+            try Self.writeLocal(bytes, in: directory), to: "/lfs/resync.bin",
+            configuration: UploadConfiguration(chunkTimeout: .milliseconds(500)))
+        #expect(result.verification == .sha256)
+        #expect(rig.device.file("/lfs/resync.bin") == bytes)
+        let errors = rig.tap.received.filter { smpBody($0)["err"] != nil }
+        #expect(!errors.isEmpty)
+    }
+
+    @Test func fileErrorsNameTheGroupError() async throws {
+        let rig = ManagerRig()
+        let manager = FileSystemManager(client: rig.client)
+        let error = await #expect(throws: McuMgrError.self) { try await manager.status(name: "/lfs/missing.txt") }
+        #expect(error?.kind == .device)
+        #expect(error?.groupError == McuMgrGroupError(group: .fileSystem, rc: 3))
+        #expect(error?.message.contains("FILE_NOT_FOUND") == true)
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let destination = directory.appendingPathComponent("missing.txt")
+        await #expect(throws: McuMgrError.self) { try await manager.download("/lfs/missing.txt", to: destination) }
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        #expect(try Self.leftovers(in: directory).isEmpty)
+        let missingLocal = await #expect(throws: McuMgrError.self) {
+            try await manager.upload(directory.appendingPathComponent("nope.bin"), to: "/lfs/x")
+        }
+        #expect(missingLocal?.kind == .file)
+    }
+
+    @Test func emptyFileUploads() async throws {
+        let rig = ManagerRig()
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try await FileSystemManager(client: rig.client).upload(
+            try Self.writeLocal([], in: directory), to: "/lfs/empty.bin", verify: false)
+        #expect(rig.device.file("/lfs/empty.bin") == [])
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import McuManager
+import McuMgrCore
+import McuMgrSimulator
+
+/// A thread-safe box for test bookkeeping.
+final class ManagerTestBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withValue<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+    var current: Value { withValue { $0 } }
+}
+
+/// What the tap does with a request on its way to the device.
+enum ManagerTapAction {
+    /// Send these bytes (possibly altered).
+    case forward([UInt8])
+    /// Lose the request.
+    case drop
+    /// Answer it here with this CBOR body; the device never sees it.
+    case reply(CBOR)
+    /// Fail the link, as if the device vanished.
+    case closeLink
+}
+
+/// Wraps a transport: records packets both ways, lets a test alter, drop or answer requests, and
+/// tracks how many requests were in flight at once.
+final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
+    let inner: any McuMgrTransport
+    private let state = ManagerTestBox(TapState())
+    /// Decides per request; nil forwards unchanged.
+    let rule = ManagerTestBox<(@Sendable (SMPPacket) -> ManagerTapAction)?>(nil)
+
+    struct TapState {
+        var sent: [SMPPacket] = []
+        var received: [SMPPacket] = []
+        var inFlight = 0
+        var maximumInFlight = 0
+        var handler: (@Sendable (McuMgrTransportEvent) -> Void)?
+    }
+
+    init(_ inner: any McuMgrTransport) { self.inner = inner }
+
+    var name: String { inner.name }
+    var mtu: Int { inner.mtu }
+    var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
+
+    var sent: [SMPPacket] { state.current.sent }
+    var received: [SMPPacket] { state.current.received }
+    var maximumInFlight: Int { state.current.maximumInFlight }
+
+    func resetCounters() {
+        state.withValue {
+            $0.sent = []
+            $0.received = []
+            $0.maximumInFlight = 0
+        }
+    }
+
+    func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
+        state.withValue { $0.handler = handler }
+        try await inner.open { [state] event in
+            if case .packet(let bytes) = event, let packet = try? SMPPacket(decoding: bytes) {
+                state.withValue {
+                    $0.received.append(packet)
+                    $0.inFlight = max(0, $0.inFlight - 1)
+                }
+            }
+            handler(event)
+        }
+    }
+
+    func send(_ bytes: [UInt8]) throws {
+        guard let packet = try? SMPPacket(decoding: bytes) else { return try inner.send(bytes) }
+        let action = rule.current?(packet) ?? .forward(bytes)
+        switch action {
+        case .forward(let out):
+            state.withValue {
+                $0.sent.append((try? SMPPacket(decoding: out)) ?? packet)
+                $0.inFlight += 1
+                $0.maximumInFlight = max($0.maximumInFlight, $0.inFlight)
+            }
+            try inner.send(out)
+        case .drop:
+            state.withValue { $0.sent.append(packet) }
+        case .reply(let body):
+            state.withValue { $0.sent.append(packet) }
+            var payload: [UInt8] = []
+            CBORWriter.write(body, into: &payload)
+            let header = SMPHeader(
+                version: packet.header.version, operation: packet.header.operation.response,
+                length: UInt16(payload.count), group: packet.header.group, sequence: packet.header.sequence,
+                command: packet.header.command)
+            let response = SMPPacket(header: header, payload: payload).bytes
+            let handler = state.current.handler
+            DispatchQueue.global().async { handler?(.packet(response)) }
+        case .closeLink:
+            let handler = state.current.handler
+            DispatchQueue.global().async {
+                handler?(.closed(McuMgrError(.transport, "test: the link went away")))
+            }
+        }
+    }
+
+    func close() async { await inner.close() }
+}
+
+/// A simulated device, its in-memory link, a tap on it, and a client.
+struct ManagerRig {
+    let device: SimulatedDevice
+    let link: InMemorySimulatorTransport
+    let tap: ManagerTapTransport
+    let client: McuMgrClient
+
+    init(timeout: Duration = .seconds(10), _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) {
+        var configuration = SimulatorConfiguration()
+        configure(&configuration)
+        device = SimulatedDevice(configuration: configuration)
+        link = InMemorySimulatorTransport(device: device)
+        tap = ManagerTapTransport(link)
+        client = McuMgrClient(transport: tap, configuration: .init(timeout: timeout))
+    }
+
+    /// Waits until the device has finished rebooting.
+    func waitForReboot() async throws {
+        while device.isRebooting() { try await Task.sleep(for: .milliseconds(20)) }
+    }
+}
+
+/// Lets a progress callback cancel the task it reports for.
+final class ManagerTestCanceller: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancelAction: (@Sendable () -> Void)?
+    private var requested = false
+
+    func attach<T>(_ task: Task<T, any Error>) {
+        lock.lock()
+        cancelAction = { task.cancel() }
+        let now = requested
+        lock.unlock()
+        if now { task.cancel() }
+    }
+
+    func cancel() {
+        lock.lock()
+        requested = true
+        let action = cancelAction
+        lock.unlock()
+        action?()
+    }
+}
+
+/// The CBOR body of a packet.
+func smpBody(_ packet: SMPPacket) -> CBOR {
+    (try? CBOR(decoding: packet.payload)) ?? .map([])
+}
+
+/// Deterministic pseudo-random bytes.
+func managerTestBytes(_ count: Int, seed: UInt64 = 0x1234_5678) -> [UInt8] {
+    var state = seed
+    var out = [UInt8]()
+    out.reserveCapacity(count)
+    for _ in 0..<count {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        out.append(UInt8(truncatingIfNeeded: state >> 33))
+    }
+    return out
+}
+
+/// A fresh temporary directory.
+func makeManagerTestDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("mcumgr-tests-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
