@@ -179,7 +179,10 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let mtu = client.transport.mtu
         do {
             let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
-            let limit = parameters.bufferSize > SMPHeader.size ? min(mtu, parameters.bufferSize) : mtu
+            // The transport knows what the link spends of the device's buffer (serial: length + CRC).
+            let limit =
+                parameters.bufferSize > SMPHeader.size
+                ? client.transport.maximumPacketSize(deviceBufferSize: parameters.bufferSize) : mtu
             return (limit, max(1, parameters.bufferCount - 1))
         } catch let error as McuMgrError where error.kind == .device {
             return (mtu, 1)

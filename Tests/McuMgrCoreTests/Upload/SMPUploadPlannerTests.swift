@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func randomisedDeviceBehaviourAlwaysConverges() {
-        var rng = PlannerRandom(seed: 42)
+        var rng = SeededRandom(seed: 42)
         for _ in 0..<200 {
             let total = Int.random(in: 1...5000, using: &rng)
             var p = SMPUploadPlanner(totalSize: total, window: Int.random(in: 1...4, using: &rng))
@@ -111,18 +111,5 @@ import Testing
             #expect(bigger > limit, "limit \(limit): \(n) is not the largest")
         }
         #expect(SMPChunkSizer.maximumDataLength(messageLimit: 10, sizeWithEmptyData: 20) == 0)
-    }
-}
-
-/// A small deterministic generator so failures reproduce.
-struct PlannerRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
