@@ -56,8 +56,44 @@ public struct McuMgrError: Error, Sendable, CustomStringConvertible {
             return McuMgrError(.device, message, returnCode: rc, reason: reason)
         case .groupError(let error):
             let group = error.group.name ?? "group \(error.group.rawValue)"
-            let message = "\(operation) failed: the device answered \(group) error \(error.name) (\(error.rc))"
+            var message = "\(operation) failed: the device answered \(group) error \(error.name) (\(error.rc))"
+            if let hint = groupErrorHints[error.group.rawValue]?[error.rc] { message += "; \(hint)" }
             return McuMgrError(.device, message, groupError: error)
         }
     }
 }
+
+/// What to try for the group errors users meet most.
+private let groupErrorHints: [UInt16: [Int: String]] = [
+    0: [
+        2: "use only the format letters s n r v b m p i o a",
+        3: "the bootloader does not know this query; ask without one for its name",
+        4: "set the device's clock first (`smp os datetime --set`)",
+    ],
+    1: [
+        8: "no slot holds an image with this hash; see `smp image list`",
+        9: "the slot is in use (active, pending or confirmed); confirm or reset first, or erase another slot",
+        14: "check the slot number (absolute: image × 2 + slot)",
+        21: "the first chunk must carry the image length",
+        23: "the file is not an MCUboot image (bad header magic); sign it with imgtool or use the build's signed .bin",
+        24: "the image hash is wrong or the file is corrupt; rebuild or re-download the image",
+        27: "the device runs a newer version; upload a newer image or drop --upgrade",
+        28: "another image is already pending; reset the device or confirm first",
+        30: "the image is larger than the slot; check the partition layout",
+        32: "confirm the image after it boots, not before",
+        33: "the running image cannot be tested; give the hash of the other slot",
+    ],
+    2: [2: "no such statistics group; see `smp stat list`"],
+    3: [3: "no such setting; check the name (e.g. bt/name)", 2: "use a shorter name"],
+    8: [
+        2: "use an absolute path on a mounted file system, e.g. /lfs/name",
+        3: "no such file on the device; check the path",
+        4: "the path is a directory; name a file",
+        11: "the device lost track of the transfer; run it again",
+        14: "no file system is mounted there; check the mount point (e.g. /lfs)",
+        15: "the file system is read-only",
+        16: "the file is empty",
+    ],
+    9: [2: "shorten the command", 3: "give a command, e.g. kernel version"],
+    10: [4: "the index is past the last group; see `smp enum count`"],
+]
