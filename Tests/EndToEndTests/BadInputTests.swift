@@ -129,25 +129,26 @@ final class SilentUDPSocket: @unchecked Sendable {
 
     init() throws {
         #if canImport(Glibc)
-        descriptor = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         #else
-        descriptor = Darwin.socket(AF_INET, SOCK_DGRAM, 0)
+        let fd = Darwin.socket(AF_INET, SOCK_DGRAM, 0)
         #endif
-        guard descriptor >= 0 else { throw E2EError("socket() failed: \(errno)") }
+        guard fd >= 0 else { throw E2EError("socket() failed: \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard bound == 0 else { throw E2EError("bind() failed: \(errno)") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
+        descriptor = fd
         port = Int(UInt16(bigEndian: address.sin_port))
     }
 

@@ -81,17 +81,15 @@ struct TemporaryDirectory: Sendable {
 /// Random bytes for upload payloads.
 func randomBytes(_ count: Int) -> Data {
     var generator = SystemRandomNumberGenerator()
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { raw in
-        var index = 0
-        while index < count {
-            var word = generator.next()
-            let n = min(8, count - index)
-            withUnsafeBytes(of: &word) { w in
-                for k in 0..<n { raw[index + k] = w[k] }
-            }
-            index += n
+    var bytes = [UInt8](repeating: 0, count: count)
+    var index = 0
+    while index < count {
+        var word = generator.next()
+        for _ in 0..<min(8, count - index) {
+            bytes[index] = UInt8(truncatingIfNeeded: word)
+            word >>= 8
+            index += 1
         }
     }
-    return data
+    return Data(bytes)
 }

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): `smp` against smpclient (the Python reference client) on the same simulated
+# device, release build.
+#   (a) 1 MiB fs upload over UDP
+#   (b) 1 MiB fs upload over a pty emulating a 1,000,000 baud UART (smp-sim --baud 1000000), with the
+#       link's payload ceiling for console framing
+#   (c) `smp os echo` as a whole process, median of 20 runs over UDP
+# Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+runs="${BENCH_RUNS:-3}"
+baud="${BENCH_BAUD:-1000000}"
+size=$((1 << 20))
+
+bash Scripts/setup.sh
+py="$repo/.venv/bin/python"
+if [[ "${1:-}" != "--no-build" ]]; then
+    echo "building release (swift build -c release --product smp / smp-sim)..." >&2
+    swift build -c release --product smp >&2
+    swift build -c release --product smp-sim >&2
+fi
+bin="$(swift build -c release --show-bin-path)"
+smp="$bin/smp"
+sim="$bin/smp-sim"
+
+work="$(mktemp -d -t smp-bench.XXXXXX)"
+sim_pid=""
+stop_sim() {
+    if [[ -n "$sim_pid" ]] && kill -0 "$sim_pid" 2>/dev/null; then
+        kill -TERM "$sim_pid" 2>/dev/null || true
+        wait "$sim_pid" 2>/dev/null || true
+    fi
+    sim_pid=""
+}
+trap 'stop_sim; rm -rf "$work"' EXIT
+head -c "$size" /dev/urandom >"$work/payload.bin"
+
+# Starts smp-sim with the given arguments; waits for its ready line(s); sets sim_pid and $work/sim.out.
+start_sim() {
+    local expect="$1"
+    shift
+    : >"$work/sim.out"
+    "$sim" "$@" >"$work/sim.out" 2>"$work/sim.err" &
+    sim_pid=$!
+    for _ in $(seq 200); do
+        [[ $(grep -c -E '^(pty|udp) ' "$work/sim.out") -ge "$expect" ]] && return 0
+        kill -0 "$sim_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "bench: smp-sim did not start: $(cat "$work/sim.err")" >&2
+    exit 1
+}
+
+now() { date +%s.%N; }
+
+# Best (shortest) wall time of `smp` uploading the payload, over $runs runs.
+time_smp_upload() {
+    local device="$1" best="" t0 t1 t
+    for _ in $(seq "$runs"); do
+        t0=$(now)
+        "$smp" --device "$device" fs upload "$work/payload.bin" /lfs/bench-smp.bin >/dev/null
+        t1=$(now)
+        t=$("$py" -c "print($t1 - $t0)")
+        if [[ -z "$best" ]] || "$py" -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; fi
+    done
+    echo "$best"
+}
+
+# Best upload time (seconds, upload only) of smpclient over $runs runs.
+time_smpclient_upload() {
+    local best="" t
+    for _ in $(seq "$runs"); do
+        t=$("$py" Scripts/bench_smpclient.py "$@" --size "$size" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
+        if [[ -z "$best" ]] || "$py" -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; fi
+    done
+    echo "$best"
+}
+
+rate() { "$py" -c "print('%.2f' % ($size / $1 / 1048576))"; }
+
+# (a) UDP
+start_sim 1 --udp 127.0.0.1:0
+udp="$(grep -m1 '^udp ' "$work/sim.out" | cut -d' ' -f2)"
+"$smp" --device "udp:$udp" os echo warmup >/dev/null
+ours_udp=$(time_smp_upload "udp:$udp")
+theirs_udp=$(time_smpclient_upload --udp "$udp")
+stop_sim
+"$py" - "$size" "$ours_udp" "$theirs_udp" <<'PY'
+import sys
+size, ours, theirs = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+mib = 1 << 20
+print(f"udp upload 1MiB: smp {size/ours/mib:.2f} MiB/s, smpclient {size/theirs/mib:.2f} MiB/s, ratio {theirs/ours:.1f}x  (target >= 3x)")
+PY
+
+# (b) serial over a pty at $baud
+start_sim 1 --pty-link "$work/tty" --baud "$baud"
+"$smp" --device "serial:$work/tty" os echo warmup >/dev/null
+buf_size=$("$smp" --device "serial:$work/tty" --json os params | "$py" -c 'import json,sys; print(json.load(sys.stdin)["buf_size"])')
+ours_serial=$(time_smp_upload "serial:$work/tty")
+theirs_serial=$(time_smpclient_upload --serial "$work/tty" --baud "$baud")
+stop_sim
+"$py" - "$size" "$ours_serial" "$theirs_serial" "$baud" "$buf_size" <<'PY'
+import math, sys
+import cbor2
+size, ours, theirs, baud, buf_size = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+mib = 1 << 20
+# A full-size fs upload request (not the first: no "len"), at an offset past 64 KiB, as the device's
+# buffer allows it: SMP packet P <= buf_size - 4 (the 2-byte length and 2-byte CRC share the buffer).
+packet_limit = buf_size - 4
+name = "/lfs/bench-smp.bin"
+def packet(n):
+    return 8 + len(cbor2.dumps({"off": 524288, "data": b"\0" * n, "name": name}))
+data = packet_limit
+while packet(data) > packet_limit:
+    data -= 1
+p = packet(data)
+body = 2 + p + 2                                  # len_be16 | P | crc16
+b64 = 4 * math.ceil(body / 3)                      # Base64, padded
+lines = math.ceil(b64 / 124)                       # <= 124 Base64 chars per line
+wire = b64 + 3 * lines                             # 2 marker bytes + '\n' per line
+fraction = data / wire
+ceiling = baud / 10 * fraction                     # 8N1: 10 bits per byte
+ours_rate, theirs_rate = size / ours, size / theirs
+print(f"serial ceiling: {baud} baud / 10 = {baud/10:.0f} B/s x payload fraction {data}/{wire} = {fraction:.4f}"
+      f" -> {ceiling/mib:.3f} MiB/s")
+print(f"  (request: {data} data bytes in P = {p} B (header 8 + CBOR {p - 8 - data} + data); body = 2+P+2 = {body};"
+      f" Base64 4*ceil(body/3) = {b64}; {lines} lines x 3 framing bytes; wire = {wire} B; responses not counted)")
+print(f"serial upload 1MiB @ {baud} baud: smp {ours_rate/mib:.3f} MiB/s, smpclient {theirs_rate/mib:.3f} MiB/s,"
+      f" ratio {theirs/ours:.2f}x; smp at {100*ours_rate/ceiling:.1f}% of ceiling (target >= 90%)")
+PY
+
+# (c) smp os echo as a whole process, median of 20 runs over UDP
+start_sim 1 --udp 127.0.0.1:0
+udp="$(grep -m1 '^udp ' "$work/sim.out" | cut -d' ' -f2)"
+times=()
+for _ in $(seq 20); do
+    t0=$(now)
+    "$smp" --device "udp:$udp" os echo hi >/dev/null
+    t1=$(now)
+    times+=("$("$py" -c "print($t1 - $t0)")")
+done
+stop_sim
+"$py" - "${times[@]}" <<'PY'
+import statistics, sys
+ms = sorted(float(t) * 1000 for t in sys.argv[1:])
+print(f"echo (whole smp process, UDP): median {statistics.median(ms):.1f} ms over {len(ms)} runs"
+      f" (min {ms[0]:.1f}, max {ms[-1]:.1f}; target << 100 ms)")
+PY
