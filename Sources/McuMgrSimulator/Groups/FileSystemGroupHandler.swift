@@ -136,7 +136,7 @@ extension DeviceState {
         let range = contents[offset..<(offset + length)]
         let output: CBOR =
             type == "crc32"
-            ? .unsigned(UInt64(SimulatorCRC32.checksum(range)))
+            ? .unsigned(UInt64(CRC32.checksum(range)))
             : .bytes(Array(SHA256.hash(data: range)))
         var entries: [CBORMapEntry] = .entries(["type": .text(type)])
         if offset != 0 { entries.append("off", .unsigned(UInt64(offset))) }
