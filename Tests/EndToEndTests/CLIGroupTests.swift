@@ -76,8 +76,7 @@ struct CLIGroupTests {
     func imageUpgrade(link: Link) async throws {
         try await withSimulator(link) { session in
             let image = try await makeMCUbootImage(in: session.directory, version: "1.2.3", bodySize: 48 * 1024)
-            let upload = expectSuccess(try await session.smp(["image", "upload", image], timeout: 120))
-            _ = upload
+            expectSuccess(try await session.smp(["image", "upload", image.path], timeout: 120))
             let listed = expectSuccess(try await session.smp("--json", "image", "list"))
             let secondary = (jsonObject(listed)?["images"] as? [[String: Any]])?.first { jsonInt($0["slot"]) == 1 }
             #expect(secondary?["version"] as? String == "1.2.3", "\(listed)")
@@ -85,6 +84,7 @@ struct CLIGroupTests {
                 Issue.record("no slot 1 hash after the upload: \(listed)")
                 return
             }
+            #expect(hash == image.digest, "the device's image hash differs from imgtool's digest \(image.digest)")
             expectSuccess(try await session.smp("image", "test", hash))
             let pending = expectSuccess(try await session.smp("--json", "image", "list"))
             let pendingSlot = (jsonObject(pending)?["images"] as? [[String: Any]])?.first { jsonInt($0["slot"]) == 1 }
@@ -144,6 +144,9 @@ struct CLIGroupTests {
             let hash = expectSuccess(try await session.smp("fs", "hash", "/lfs/e2e.bin"))
             let crc = String(format: "%08x", crc32(payload))
             #expect(hash.stdout.lowercased().contains(crc), "expected IEEE CRC32 \(crc): \(hash)")
+            let sha = expectSuccess(try await session.smp("fs", "hash", "--type", "sha256", "/lfs/e2e.bin"))
+            let expectedSHA = try await sha256Hex(ofFile: local)
+            #expect(sha.stdout.lowercased().contains(expectedSHA), "expected SHA-256 \(expectedSHA): \(sha)")
 
             let back = session.directory.path("down.bin")
             expectSuccess(try await session.smp(["fs", "download", "/lfs/e2e.bin", back], timeout: 180))
@@ -194,8 +197,15 @@ func crc32(_ data: Data) -> UInt32 {
     return crc ^ 0xFFFF_FFFF
 }
 
-/// Makes an unsigned MCUboot image of random data with imgtool from the venv; returns its path.
-func makeMCUbootImage(in directory: TemporaryDirectory, version: String, bodySize: Int) async throws -> String {
+/// An MCUboot image made by imgtool, with the digest imgtool reports for it.
+struct MCUbootImageFile {
+    var path: String
+    /// SHA-256 over header, body and protected TLVs (lowercase hex), from `imgtool verify`.
+    var digest: String
+}
+
+/// Makes an unsigned MCUboot image of random data with imgtool from the venv.
+func makeMCUbootImage(in directory: TemporaryDirectory, version: String, bodySize: Int) async throws -> MCUbootImageFile {
     let body = directory.path("app-\(version).bin")
     let signed = directory.path("app-\(version).signed.bin")
     try randomBytes(bodySize).write(to: URL(fileURLWithPath: body))
@@ -206,5 +216,18 @@ func makeMCUbootImage(in directory: TemporaryDirectory, version: String, bodySiz
             "--pad-header", body, signed,
         ], timeout: 60)
     guard result.status == 0 else { throw E2EError("imgtool sign failed: \(result)") }
-    return signed
+    let verify = try await ProcessRunner.run(TestEnvironment.venvTool("imgtool"), ["verify", signed], timeout: 60)
+    guard verify.status == 0,
+        let line = verify.stdout.split(separator: "\n").first(where: { $0.hasPrefix("Image digest: ") })
+    else { throw E2EError("imgtool verify failed: \(verify)") }
+    return MCUbootImageFile(path: signed, digest: String(line.dropFirst("Image digest: ".count)).lowercased())
+}
+
+/// SHA-256 of a local file (lowercase hex), by coreutils' sha256sum.
+func sha256Hex(ofFile path: String) async throws -> String {
+    let result = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [path], timeout: 30)
+    guard result.status == 0, let hex = result.stdout.split(separator: " ").first else {
+        throw E2EError("sha256sum failed: \(result)")
+    }
+    return String(hex)
 }
