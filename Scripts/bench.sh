@@ -5,6 +5,8 @@
 #   (b) 1 MiB fs upload over a pty emulating a 1,000,000 baud UART (smp-sim --baud 1000000), with the
 #       link's payload ceiling for console framing
 #   (c) `smp os echo` as a whole process, median of 20 runs over UDP
+# Timing: `smp` is timed as a whole process (start-up, connect, params, the upload and its final hash
+# check); smpclient only over its upload loop, after connecting. Both: best of BENCH_RUNS runs.
 # Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000)
 set -euo pipefail
 
@@ -92,6 +94,7 @@ import sys
 size, ours, theirs = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 mib = 1 << 20
 print(f"udp upload 1MiB: smp {size/ours/mib:.2f} MiB/s, smpclient {size/theirs/mib:.2f} MiB/s, ratio {theirs/ours:.1f}x  (target >= 3x)")
+print("  (smp: whole process incl. start-up, connect and final hash check; smpclient: upload loop only)")
 PY
 
 # (b) serial over a pty at $baud

@@ -33,7 +33,7 @@ test_status=${PIPESTATUS[0]}
 
 step "summary"
 # Swift Testing's and XCTest's own closing lines.
-grep -E 'Test run with [0-9]+ test|Executed [0-9]+ test' "$log" | sed 's/^/  /' || true
+grep -E 'Test run with [0-9]+ test|Executed [0-9]+ test' "$log" | grep -v 'Executed 0 tests' | sort -u | sed 's/^[[:space:]]*/  /' || true
 failures=$(grep -cE 'Test .* failed after|error: .*XCT' "$log" || true)
 if ((test_status == 0)); then
     echo "test.sh: PASSED in $(elapsed)"
