@@ -116,6 +116,32 @@ struct BadInputTests {
         }
     }
 
+    @Test("device errors: exit 1 with the group error; --json prints it as an error object")
+    func deviceErrors() async throws {
+        try await withSimulator(.udp) { session in
+            let json = try await session.smp("--json", "stat", "read", "no_such_group")
+            expectStatus(json, SMPExit.device)
+            let error = jsonObject(json)?["error"] as? [String: Any]
+            #expect(error?["kind"] as? String == "device", "\(json)")
+            #expect(jsonInt(error?["group"]) == 2 && jsonInt(error?["group_rc"]) == 2, "\(json)")
+            let message = error?["message"] as? String ?? ""
+            #expect(message.count > 0, "\(json)")
+
+            let missing = session.directory.path("missing.bin")
+            let download = try await session.smp("fs", "download", "/lfs/does-not-exist.bin", missing)
+            expectStatus(download, SMPExit.device)
+            #expect(!FileManager.default.fileExists(atPath: missing), "a file appeared for a failed download")
+
+            let local = session.directory.path("small.bin")
+            try randomBytes(3000).write(to: URL(fileURLWithPath: local))
+            expectStatus(try await session.smp("fs", "upload", local, "/no-mount/x.bin"), SMPExit.device)
+            // Not an MCUboot image: refused (by the device today; a local check would do too).
+            let junk = try await session.smp("image", "upload", local)
+            #expect(junk.status != 0 && !junk.timedOut, "\(junk)")
+            expectStatus(try await session.smp("image", "test", String(repeating: "ab", count: 32)), SMPExit.device)
+        }
+    }
+
     @Test("an unknown command: exit 64")
     func unknownCommand() async throws {
         let result = try await runSMP(["--device", "udp:127.0.0.1:9", "os", "no-such-command"])
