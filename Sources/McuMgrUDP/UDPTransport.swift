@@ -61,8 +61,7 @@ public final class UDPTransport: McuMgrTransport {
             throw McuMgrError(
                 .transport, "cannot resolve \(configuration.host): \(error); check the host name or use an address literal")
         }
-        let inbound = DatagramInboundHandler(remote: remote, handler: handler)
-        let bindHost = remote.protocol == .inet6 ? "::" : "0.0.0.0"
+        let inbound = DatagramInboundHandler(remote: remote, name: name, handler: handler)
         do {
             let channel = try await DatagramBootstrap(group: group)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -72,7 +71,8 @@ public final class UDPTransport: McuMgrTransport {
                         try channel.pipeline.syncOperations.addHandler(inbound)
                     }
                 }
-                .bind(host: bindHost, port: 0).get()
+                // A connected socket hears ICMP "port unreachable" (ECONNREFUSED) and ignores other senders.
+                .connect(to: remote).get()
             state.withLockedValue { $0 = (channel, remote) }
         } catch {
             throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
@@ -101,11 +101,13 @@ final class DatagramInboundHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private let remote: SocketAddress
+    private let name: String
     private let handler: @Sendable (McuMgrTransportEvent) -> Void
     private let codec = NIOLockedValueBox(DatagramCodec())
 
-    init(remote: SocketAddress, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) {
+    init(remote: SocketAddress, name: String, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) {
         self.remote = remote
+        self.name = name
         self.handler = handler
     }
 
@@ -123,12 +125,14 @@ final class DatagramInboundHandler: ChannelInboundHandler, Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // ICMP port unreachable surfaces as ECONNREFUSED on some systems; keep the socket open and let
-        // the request time out with its own message, but say what happened.
+        let message: String
         if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
-            return
+            message =
+                "\(name) refused the request (ICMP port unreachable): nothing listens on that port; check the address and port (default 1337) and that the device runs SMP over UDP"
+        } else {
+            message = "UDP socket error for \(name): \(error)"
         }
-        handler(.closed(McuMgrError(.transport, "UDP socket error: \(error)")))
+        handler(.closed(McuMgrError(.transport, message)))
         context.close(promise: nil)
     }
 }

@@ -20,13 +20,31 @@ struct BadInputTests {
         #expect(!result.stderr.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "no message: \(result)")
     }
 
-    @Test("a closed UDP port: a timeout or transport failure, never a hang")
+    @Test("a closed UDP port: transport failure at once (ICMP port unreachable), never a hang")
     func closedUDPPort() async throws {
         let port = try SilentUDPSocket().closingReturningPort()
         let result = try await runSMP(
-            ["--device", "udp:127.0.0.1:\(port)", "--timeout", "1", "os", "echo", "hi"], timeout: 20)
-        #expect([SMPExit.timeout, SMPExit.transport].contains(result.status) && !result.timedOut, "\(result)")
+            ["--device", "udp:127.0.0.1:\(port)", "--timeout", "5", "os", "echo", "hi"], timeout: 20)
+        expectStatus(result, SMPExit.transport)
+        #expect(result.stderr.contains("nothing listens"), "\(result)")
         #expect(result.duration < 3.0, "\(result)")
+    }
+
+    @Test("image upload of a file that is not an MCUboot image: exit 66 before anything is sent")
+    func notAnImage() async throws {
+        try await withSimulator(.udp) { session in
+            let file = session.directory.path("not-an-image.bin")
+            try Data(repeating: 0xAB, count: 4096).write(to: URL(fileURLWithPath: file))
+            let result = try await session.smp("image", "upload", file)
+            expectStatus(result, SMPExit.file)
+            #expect(result.stderr.contains("not an MCUboot image"), "\(result)")
+        }
+    }
+
+    @Test("image test with a hash of the wrong length: exit 64", arguments: ["00112233", "zz"])
+    func badHash(hash: String) async throws {
+        let result = try await runSMP(["--device", "sim:", "image", "test", hash])
+        expectStatus(result, SMPExit.usage)
     }
 
     @Test("unknown device URI schemes and malformed URIs: exit 64", arguments: ["bogus:thing", "udp:", "serial:"])

@@ -42,6 +42,8 @@ public struct FileSystemManager: Sendable {
         public var verification: Verification
         /// Wall-clock time.
         public var duration: Duration
+        /// Time spent moving the data alone (without the hash check afterwards).
+        public var transferDuration: Duration
     }
 
     /// Uploads a local file to `remote` (an absolute path on the device), streaming it from disk.
@@ -58,13 +60,16 @@ public struct FileSystemManager: Sendable {
         let source = try FileUploadSource(url: local)
         let uploader = ChunkedUploader(client: client, target: FileUploadTarget(name: remote), configuration: configuration)
         _ = try await uploader.upload(source, progress: progress)
+        let transferred = clock.now - started
         var verification = Verification.skipped("not requested")
         if verify {
             verification = try await self.verify(remote: remote, length: source.size) { type in
                 try LocalDigest.digest(type, of: source)
             }
         }
-        return TransferResult(bytes: source.size, verification: verification, duration: clock.now - started)
+        return TransferResult(
+            bytes: source.size, verification: verification, duration: clock.now - started,
+            transferDuration: transferred)
     }
 
     /// Downloads `remote` into `destination`.
@@ -134,6 +139,7 @@ public struct FileSystemManager: Sendable {
                         bytesTransferred: offset, totalBytes: length,
                         bytesPerSecond: elapsed > 0 ? Double(offset) / elapsed : 0))
             } while offset < (total ?? 0)
+            let transferred = clock.now - started
             try handle.close()
             let shaDigest = Data(sha.finalize())
             let crcDigest = crc.bigEndianBytes
@@ -147,7 +153,9 @@ public struct FileSystemManager: Sendable {
                 let reason = String(cString: strerror(errno))
                 throw McuMgrError(.file, "cannot move the download to \(destination.path): \(reason)")
             }
-            return TransferResult(bytes: offset, verification: verification, duration: clock.now - started)
+            return TransferResult(
+                bytes: offset, verification: verification, duration: clock.now - started,
+                transferDuration: transferred)
         } catch {
             try? handle.close()
             try? FileManager.default.removeItem(at: temporary)

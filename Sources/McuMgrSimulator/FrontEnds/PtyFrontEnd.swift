@@ -157,8 +157,9 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
         for event in codec.decode(bytes) {
             guard case .packet(let request) = event else { continue }
             guard let response = device.handleUnlessRebooting(request) else { continue }
-            var buffer = context.channel.allocator.buffer(capacity: response.count * 2)
-            for unit in codec.encode(response) { buffer.writeBytes(unit) }
+            var encoded = context.channel.allocator.buffer(capacity: response.count * 2)
+            for unit in codec.encode(response) { encoded.writeBytes(unit) }
+            let buffer = encoded
             let now = NIODeadline.now()
             let departure = emulation.departure(of: buffer.readableBytes, now: now)
             if departure <= now {

@@ -67,7 +67,7 @@ struct SettingsCommand: AsyncParsableCommand {
         @Option(help: "How VALUE is given: text (UTF-8) or hex.") var format: ValueFormat = .text
 
         func run(context: CommandContext) async throws {
-            let data = format == .hex ? try ImageCommand.parseHash(value) : Data(value.utf8)
+            let data = format == .hex ? try ImageCommand.parseHex(value) : Data(value.utf8)
             try await context.run(SettingsWriteRequest(name: name, value: data)) { _ in "" }
         }
     }

@@ -25,6 +25,7 @@ struct FSCommand: AsyncParsableCommand {
         return .textMap([
             "name": .text(remote), "local": .text(local), "len": .int(result.bytes),
             "verified": .text(verification), "seconds": .double(result.duration.seconds),
+            "transfer_seconds": .double(result.transferDuration.seconds),
         ])
     }
 

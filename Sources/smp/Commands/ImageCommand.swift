@@ -26,21 +26,49 @@ struct ImageCommand: AsyncParsableCommand {
     }
 
     static func parseHash(_ text: String) throws -> Data {
-        let hex = text.lowercased().hasPrefix("0x") ? String(text.dropFirst(2)) : text
-        guard hex.count % 2 == 0, !hex.isEmpty else {
-            throw ValidationError("hash \"\(text)\" must be hexadecimal bytes (64 hex digits for SHA-256); see `smp image list`")
+        let bytes: Data
+        do {
+            bytes = try parseHex(text)
+        } catch {
+            throw ValidationError("hash \"\(text)\" is not hexadecimal; see `smp image list` for the hashes")
         }
+        guard [32, 48, 64].contains(bytes.count) else {
+            throw ValidationError(
+                "hash \"\(text)\" is \(bytes.count) bytes; an image hash is 32 bytes (64 hex digits), or 48/64 for SHA-384/512; see `smp image list`"
+            )
+        }
+        return Data(bytes)
+    }
+
+    /// Hex bytes of any length (for settings values).
+    static func parseHex(_ text: String) throws -> Data {
+        let hex = text.lowercased().hasPrefix("0x") ? String(text.dropFirst(2)) : text
+        guard hex.count % 2 == 0 else { throw ValidationError("\"\(text)\" is not an even number of hex digits") }
         var bytes: [UInt8] = []
         var index = hex.startIndex
         while index < hex.endIndex {
             let next = hex.index(index, offsetBy: 2)
             guard let byte = UInt8(hex[index..<next], radix: 16) else {
-                throw ValidationError("hash \"\(text)\" is not hexadecimal; see `smp image list` for the hashes")
+                throw ValidationError("\"\(text)\" is not hexadecimal")
             }
             bytes.append(byte)
             index = next
         }
         return Data(bytes)
+    }
+
+    /// Refuses a file that does not start with an MCUboot header, before anything is sent.
+    static func checkMCUbootHeader(_ url: URL) throws {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        let head = [UInt8]((try handle.read(upToCount: 4)) ?? Data())
+        let magic = head.count == 4 ? UInt32(head[0]) | UInt32(head[1]) << 8 | UInt32(head[2]) << 16 | UInt32(head[3]) << 24 : 0
+        guard magic == 0x96F3_B83D || magic == 0x96F3_B83C else {
+            throw McuMgrError(
+                .file,
+                "\(url.path) is not an MCUboot image (no header magic 96f3b83d); upload the signed image from the build (e.g. zephyr.signed.bin or app_update.bin), sign it with `imgtool sign`, or pass --no-check"
+            )
+        }
     }
 
     struct List: DeviceCommand {
@@ -62,6 +90,7 @@ struct ImageCommand: AsyncParsableCommand {
         @Option(help: "Round chunk sizes down to a multiple of this (1, 2, 4, 8, 16).") var alignment: Int = 1
         @Option(help: "Largest data bytes per chunk (default: as much as fits).") var chunkSize: Int?
         @Flag(help: "Ask the device to refuse an image that is not newer than the running one.") var upgrade = false
+        @Flag(help: "Send the file even if it does not look like an MCUboot image.") var noCheck = false
 
         func validate() throws {
             guard image >= 0 else { throw ValidationError("--image must be 0 or more") }
@@ -72,6 +101,7 @@ struct ImageCommand: AsyncParsableCommand {
 
         func run(context: CommandContext) async throws {
             let url = try LocalFiles.readable(file)
+            if !noCheck { try ImageCommand.checkMCUbootHeader(url) }
             let bar = context.progressBar("upload")
             let configuration = UploadConfiguration(
                 pipelineDepth: pipeline, byteAlignment: alignment, maximumChunkSize: chunkSize)
@@ -104,6 +134,8 @@ struct ImageCommand: AsyncParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image hash (hex, from `smp image list`).") var hash: String
 
+        func validate() throws { _ = try ImageCommand.parseHash(hash) }
+
         func run(context: CommandContext) async throws {
             let hash = try ImageCommand.parseHash(hash)
             try await context.run(ImageStateWriteRequest(hash: hash, confirm: false)) { ImageCommand.describe($0) }
@@ -115,6 +147,8 @@ struct ImageCommand: AsyncParsableCommand {
             abstract: "Confirm an image permanently: the running one, or the one with the given hash.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image hash (hex); omit to confirm the running image.") var hash: String?
+
+        func validate() throws { _ = try hash.map(ImageCommand.parseHash) }
 
         func run(context: CommandContext) async throws {
             let hash = try hash.map(ImageCommand.parseHash)
