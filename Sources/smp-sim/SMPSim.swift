@@ -132,9 +132,9 @@ enum McuMgrEndpoint {
 /// Waits for a signal without blocking a thread.
 enum Signals {
     static func wait(for signals: [Int32]) async {
+        let once = OnceFlag()
+        var sources: [any DispatchSourceSignal] = []
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = OnceFlag()
-            var sources: [any DispatchSourceSignal] = []
             for s in signals {
                 signal(s, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: s, queue: .global())
@@ -144,11 +144,12 @@ enum Signals {
                 source.resume()
                 sources.append(source)
             }
-            Retainer.keep(sources)
         }
+        for source in sources { source.cancel() }
     }
 }
 
+/// True the first time only.
 final class OnceFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var fired = false
@@ -159,9 +160,4 @@ final class OnceFlag: @unchecked Sendable {
         fired = true
         return true
     }
-}
-
-enum Retainer {
-    nonisolated(unsafe) static var objects: [Any] = []
-    static func keep(_ o: Any) { objects.append(o) }
 }
