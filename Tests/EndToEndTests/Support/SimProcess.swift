@@ -44,7 +44,7 @@ final class SimProcess: @unchecked Sendable {
         process.arguments = arguments
         stderrFile = FileManager.default.temporaryDirectory
             .appendingPathComponent("smp-sim-\(UUID().uuidString.prefix(8)).stderr")
-        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         process.standardInput = FileHandle.nullDevice
         let pipe = Pipe()
@@ -218,6 +218,7 @@ struct SimSession: Sendable {
 
 /// Starts a simulator on `link`, runs `body`, and stops the simulator and removes the directory in all
 /// paths.
+@discardableResult
 func withSimulator<R>(
     _ link: Link, extraArguments: [String] = [], _ body: (SimSession) async throws -> R
 ) async throws -> R {

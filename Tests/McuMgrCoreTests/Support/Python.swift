@@ -52,7 +52,7 @@ enum TestPython {
         }
         // Files, not pipes, for stdin and stderr: no deadlock however much either side writes.
         try Data(input.utf8).write(to: inURL)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         let stdin = try FileHandle(forReadingFrom: inURL)
         let stderr = try FileHandle(forWritingTo: errURL)
         defer {
