@@ -1,6 +1,14 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// What every target that does I/O over SwiftNIO (transports, simulator front ends) builds on.
+let ioTargetDependencies: [Target.Dependency] = [
+    "McuManager", "McuMgrCore",
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "Logging", package: "swift-log"),
+]
+
 let package = Package(
     name: "McuManager",
     platforms: [.macOS(.v13)],
@@ -35,31 +43,15 @@ let package = Package(
         ),
         .target(
             name: "McuMgrSerial",
-            dependencies: [
-                "McuManager", "McuMgrCore",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+            dependencies: ioTargetDependencies
         ),
         .target(
             name: "McuMgrUDP",
-            dependencies: [
-                "McuManager", "McuMgrCore",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+            dependencies: ioTargetDependencies
         ),
         .target(
             name: "McuMgrSimulator",
-            dependencies: [
-                "McuManager", "McuMgrCore",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            dependencies: ioTargetDependencies + [.product(name: "Crypto", package: "swift-crypto")]
         ),
         .executableTarget(
             name: "smp",
