@@ -79,6 +79,7 @@ enum ImgtoolPython {
         var hdrSize: Int
         var protectedTLVSize: Int
         var imgSize: Int
+        /// `ih_flags`, read with `struct` (dumpinfo prints names).
         var flags: Int
         var loadAddr: Int
         /// TLV types `dumpinfo` lists in the protected and unprotected areas.
@@ -111,7 +112,7 @@ enum ImgtoolPython {
     }
 
     private static let signScript = #"""
-import contextlib, hashlib, io, json, re, sys
+import contextlib, hashlib, io, json, re, struct, sys
 from imgtool.main import imgtool
 from imgtool.image import Image
 
@@ -150,15 +151,16 @@ for case in request["cases"]:
                 report["protectedTLVSize"] = int(value, 16)
             elif key == "img_size":
                 report["imgSize"] = int(value, 16)
-            elif key == "flags":
-                report["flags"] = int(value, 16)
             elif key == "load_addr":
                 report["loadAddr"] = int(value, 16)
     result, _, digest, _ = Image.verify(case["output"], None)
     report["verifyResult"] = str(result)
     report["digest"] = digest.hex() if digest else ""
     with open(case["output"], "rb") as f:
-        report["fileSHA256"] = hashlib.sha256(f.read()).hexdigest()
+        raw = f.read()
+    report["fileSHA256"] = hashlib.sha256(raw).hexdigest()
+    # dumpinfo prints flags by name; read the field itself.
+    report["flags"] = struct.unpack_from("<I", raw, 16)[0]
     reports.append(report)
 json.dump(reports, sys.stdout)
 """#
