@@ -57,20 +57,6 @@ struct ImageCommand: AsyncParsableCommand {
         return Data(bytes)
     }
 
-    /// Refuses a file that does not start with an MCUboot header, before anything is sent.
-    static func checkMCUbootHeader(_ url: URL) throws {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let head = [UInt8]((try handle.read(upToCount: 4)) ?? Data())
-        let magic = head.count == 4 ? UInt32(head[0]) | UInt32(head[1]) << 8 | UInt32(head[2]) << 16 | UInt32(head[3]) << 24 : 0
-        guard magic == 0x96F3_B83D || magic == 0x96F3_B83C else {
-            throw McuMgrError(
-                .file,
-                "\(url.path) is not an MCUboot image (no header magic 96f3b83d); upload the signed image from the build (e.g. zephyr.signed.bin or app_update.bin), sign it with `imgtool sign`, or pass --no-check"
-            )
-        }
-    }
-
     struct List: DeviceCommand {
         static let configuration = CommandConfiguration(abstract: "List the images in the device's slots.")
         @OptionGroup var global: GlobalOptions
@@ -101,7 +87,14 @@ struct ImageCommand: AsyncParsableCommand {
 
         func run(context: CommandContext) async throws {
             let url = try LocalFiles.readable(file)
-            if !noCheck { try ImageCommand.checkMCUbootHeader(url) }
+            if !noCheck {
+                // Refuse a file that is not a whole, intact MCUboot image before anything is sent.
+                let parsed = try McuMgrImage(contentsOf: url)
+                try parsed.verify()
+                if global.verbose {
+                    Terminal.error("image \(file): version \(parsed.version), hash \(JSONRendering.hex(Array(parsed.hash)))")
+                }
+            }
             let bar = context.progressBar("upload")
             let configuration = UploadConfiguration(
                 pipelineDepth: pipeline, byteAlignment: alignment, maximumChunkSize: chunkSize)
