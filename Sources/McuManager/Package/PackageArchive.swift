@@ -15,6 +15,7 @@ struct PackageArchive {
     init(data: Data, name: String, limits: McuMgrPackage.Limits) throws {
         self.name = name
         self.limits = limits
+        try Self.checkBounds([UInt8](data), name: name)
         do {
             archive = try Archive(data: data, accessMode: .read)
         } catch {
@@ -61,6 +62,57 @@ struct PackageArchive {
         }
         self.entries = entries
         self.paths = paths
+    }
+
+    /// Checks that every offset and length the zip's directory declares stays inside the data, before
+    /// ZIPFoundation (whose in-memory reader traps on offsets past the end) reads it. Zip64 is refused:
+    /// firmware packages are far below 4 GiB.
+    static func checkBounds(_ bytes: [UInt8], name: String) throws {
+        func corrupt(_ why: String) -> McuMgrError {
+            McuMgrError(
+                .file,
+                "\(name) is not a readable zip archive (\(why)); it may be truncated or corrupt, download or copy it again"
+            )
+        }
+        func u16(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 }
+        func u32(_ i: Int) -> Int { u16(i) | u16(i + 2) << 16 }
+        func signature(_ i: Int, _ value: Int) -> Bool { i >= 0 && i + 4 <= bytes.count && u32(i) == value }
+
+        guard bytes.count >= 22 else { throw corrupt("\(bytes.count) bytes, too short for a zip") }
+        var eocd = bytes.count - 22
+        let lowest = max(0, bytes.count - 22 - 0xFFFF)
+        while eocd >= lowest && !signature(eocd, 0x0605_4B50) { eocd -= 1 }
+        guard eocd >= lowest else { throw corrupt("no end of central directory record") }
+        let count = u16(eocd + 10)
+        let directorySize = u32(eocd + 12)
+        let directoryOffset = u32(eocd + 16)
+        if count == 0xFFFF || directorySize == 0xFFFF_FFFF || directoryOffset == 0xFFFF_FFFF {
+            throw corrupt("zip64 archives are not supported for firmware packages")
+        }
+        let directoryEnd = directoryOffset + directorySize
+        guard directoryEnd <= eocd else { throw corrupt("the central directory lies outside the file") }
+        var p = directoryOffset
+        for _ in 0..<count {
+            guard p + 46 <= directoryEnd, signature(p, 0x0201_4B50) else {
+                throw corrupt("a central directory entry is damaged")
+            }
+            let compressed = u32(p + 20)
+            let uncompressed = u32(p + 24)
+            let local = u32(p + 42)
+            if compressed == 0xFFFF_FFFF || uncompressed == 0xFFFF_FFFF || local == 0xFFFF_FFFF {
+                throw corrupt("zip64 entries are not supported for firmware packages")
+            }
+            let next = p + 46 + u16(p + 28) + u16(p + 30) + u16(p + 32)
+            guard next <= directoryEnd else { throw corrupt("a central directory entry runs past the directory") }
+            guard local + 30 <= bytes.count, signature(local, 0x0403_4B50) else {
+                throw corrupt("an entry's local header lies outside the file or is damaged")
+            }
+            let dataStart = local + 30 + u16(local + 26) + u16(local + 28)
+            guard dataStart + max(compressed, u32(local + 18)) <= bytes.count else {
+                throw corrupt("an entry's data runs past the end of the file")
+            }
+            p = next
+        }
     }
 
     /// Refuses paths that could point outside the archive.

@@ -154,11 +154,10 @@ import Testing
         }
     }
 
-    @Test(.disabled("ZIPFoundation's in-memory archive traps on offsets past the end; needs a bounds pre-scan"))
-    func damagedZipNeverCrashes() throws {
+    @Test func damagedZipNeverCrashes() throws {
         var rng = PackageTestRandom(seed: 7)
         let zip = try PackageFixtures.zip([("manifest.json", Self.manifest), ("zephyr.signed.bin", Self.image.data)])
-        for _ in 0..<200 {
+        for _ in 0..<1000 {
             var bytes = [UInt8](zip)
             for _ in 0..<4 { bytes[Int(rng.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: rng.next()) }
             _ = try? McuMgrPackage(data: Data(bytes), fileName: "a.zip")
