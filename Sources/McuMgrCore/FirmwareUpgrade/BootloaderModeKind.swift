@@ -1,7 +1,9 @@
 /// An MCUboot mode (the core's twin of McuManager's `BootloaderMode`; convert by `rawValue`) as reported by OS bootloader info (`query: "mode"`, PROTOCOL.md 3.1).
 /// An open numeric space: values this package does not know keep their raw value.
 public struct BootloaderModeKind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The `mode` value of the bootloader-info answer.
     public var rawValue: Int
+    /// A mode by its number.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// −1: the device did not say.

@@ -1,18 +1,30 @@
 /// The public states of a firmware upgrade, named as in the iOS library, plus reconnect and the ends.
 public enum FirmwareUpgradeState: String, Sendable, Hashable, CustomStringConvertible {
+    /// Not started.
     case none
+    /// Reading the device's SMP buffer size and count.
     case requestMcuMgrParameters
+    /// Reading the bootloader name and MCUboot mode.
     case bootloaderInfo
+    /// Erasing the application settings after the upload.
     case eraseAppSettings
+    /// Reading the image list to skip what the device already has.
     case validate
+    /// Uploading images.
     case upload
+    /// Marking images for a test boot.
     case test
+    /// Resetting the device.
     case reset
     /// Waiting for the swap after a reset, reconnecting, and reading the image list back.
     case reconnect
+    /// Confirming images (before the reset in confirmOnly, after it in testAndConfirm).
     case confirm
+    /// Done.
     case success
+    /// Gave up; see the failure.
     case failed
+    /// Cancelled by the user.
     case cancelled
 
     /// Whether the upgrade is over.
@@ -23,7 +35,9 @@ public enum FirmwareUpgradeState: String, Sendable, Hashable, CustomStringConver
 
 /// A change of public state, for the driver's event stream.
 public struct FirmwareUpgradeStateChange: Sendable, Hashable {
+    /// The state left.
     public var previous: FirmwareUpgradeState
+    /// The state entered.
     public var current: FirmwareUpgradeState
     public init(previous: FirmwareUpgradeState, current: FirmwareUpgradeState) {
         self.previous = previous
