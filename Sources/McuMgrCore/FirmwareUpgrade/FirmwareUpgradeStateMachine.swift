@@ -1,0 +1,774 @@
+/// The firmware-upgrade state machine: validate, upload, test/confirm, reset, reconnect, confirm,
+/// for the four upgrade modes and the MCUboot modes (swap, overwrite, Direct-XIP with and without
+/// revert, RAM load, firmware loader, single slot) and SUIT envelopes.
+///
+/// Pure: every event is a `mutating func` returning the actions the driver runs, in order. The
+/// driver answers each request action with the matching event. Time is an input: `waitUntil`
+/// arms the driver's single timer (a new one replaces the old) and the driver calls
+/// `timerFired(now:)` when it expires; stale timers are ignored.
+public struct FirmwareUpgradeStateMachine: Sendable {
+    /// What the driver must do.
+    public enum Action: Sendable, Hashable {
+        /// The public state changed.
+        case notify(FirmwareUpgradeStateChange)
+        /// Read MCUmgr parameters (OS group, command 6).
+        case requestParameters
+        /// Read bootloader info: the name (no query) and the mode (`query: "mode"`).
+        case requestBootloaderInfo
+        /// Read the image list (image group, command 0).
+        case requestImageList
+        /// Erase the application settings (Zephyr basic group, command 0).
+        case eraseAppSettings
+        /// Upload these images in order (report `uploadFinished(image:)` for each), `pipelineDepth`
+        /// requests in flight; `bufferSize` is the device's SMP buffer when known.
+        case upload([FirmwareUpgradeImage], pipelineDepth: Int, bufferSize: Int?)
+        /// Hold the running upload (pause); keep its offset.
+        case pauseUpload
+        /// Continue the held upload.
+        case resumeUpload
+        /// State write `{hash, confirm: false}`; answer with `stateWriteSucceeded`.
+        case testImage(hash: [UInt8])
+        /// State write `{hash?, confirm: true}`; answer with `stateWriteSucceeded`.
+        case confirmImage(hash: [UInt8]?)
+        /// Reset the device; answer with `resetSent(now:)`.
+        case reset(FirmwareUpgradeResetMode)
+        /// Arm the timer for this instant (replaces any armed timer).
+        case waitUntil(SMPInstant)
+        /// (Re)open the link to the device; answer with `reconnected()` or `requestFailed`.
+        case reconnect
+        /// The upgrade succeeded.
+        case finished(FirmwareUpgradeSummary)
+        /// The upgrade failed; no further actions follow.
+        case failed(FirmwareUpgradeFailure)
+        /// The upgrade was cancelled: stop any transfer; no further actions follow.
+        case cancelled
+    }
+
+    private enum Write: Sendable, Hashable {
+        case test([UInt8])
+        case confirm([UInt8])
+    }
+
+    private enum ResetPurpose: Sendable, Hashable {
+        /// Install the uploaded images.
+        case install
+        /// Reboot into the firmware loader before uploading.
+        case enterFirmwareLoader
+        /// Let MCUboot boot a pending image that blocks the secondary slot (as ios-dm does).
+        case resolveSecondary
+    }
+
+    private enum State: Sendable, Hashable {
+        case idle
+        case parameters
+        case bootloaderInfo
+        case validate
+        /// Confirming the running image so a confirmed secondary slot can be overwritten.
+        case resolvingSecondary
+        case upload(remaining: [Int])
+        case eraseSettings
+        /// State writes before the reset; the first is in flight.
+        case writing([Write])
+        case reset(ResetPurpose)
+        case waitForSwap(until: SMPInstant, ResetPurpose)
+        case reconnecting(deadline: SMPInstant, retryAt: SMPInstant?, ResetPurpose)
+        /// Reading the image list after the install reset.
+        case verifying(deadline: SMPInstant, retryAt: SMPInstant?)
+        /// Confirms after the reset (testAndConfirm); the first is in flight.
+        case confirmingAfterReset([[UInt8]])
+        case success
+        case failed
+        case cancelled
+    }
+
+    /// How this bootloader mode installs an image.
+    private struct Flow: Sendable, Hashable {
+        enum SlotChoice: Sendable, Hashable { case secondary, inactive, primary }
+        enum Writes: Sendable, Hashable { case asMode, confirmOnly, none }
+        var slots: SlotChoice
+        var writes: Writes
+        var swapWait: Bool
+        var resetIntoLoaderFirst: Bool
+        var suit: Bool
+    }
+
+    /// The plan for one image number.
+    private struct Target: Sendable, Hashable {
+        var image: FirmwareUpgradeImage
+        var needsUpload: Bool
+        var write: Write?
+        /// Needs a reset to take effect (uploaded, or already waiting in a slot).
+        var needsReset: Bool
+    }
+
+    public private(set) var configuration: FirmwareUpgradeConfiguration
+    /// The images to install, in upload order.
+    public let images: [FirmwareUpgradeImage]
+    private var state: State = .idle
+    private var published: FirmwareUpgradeState = .none
+    private var out: [Action] = []
+    private var held: [Action] = []
+    /// Whether the machine is paused (actions are held until `resume()`).
+    public private(set) var isPaused = false
+    private var bufferSize: Int?
+    private var bufferCount: Int?
+    private var bootloaderName: String?
+    private var mode: BootloaderModeKind = .unknown
+    private var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+    private var targets: [Target] = []
+    private var skipped: [Int] = []
+    private var notes: [String] = []
+    private var didReset = false
+    private var settingsErased = false
+    private var resolutionsLeft = 2
+    private var retriesLeft: Int
+    private var lastRequest: Action?
+    private var lastNow: SMPInstant = .zero
+
+    /// A machine for these images (upload order: as given).
+    public init(images: [FirmwareUpgradeImage], configuration: FirmwareUpgradeConfiguration = .init()) {
+        self.images = images
+        self.configuration = configuration
+        self.retriesLeft = configuration.maximumRetries
+    }
+
+    /// The current public state.
+    public var currentState: FirmwareUpgradeState { published }
+
+    /// The bootloader mode in use (from the device, the configuration, or unknown).
+    public var bootloaderMode: BootloaderModeKind { mode }
+
+    // MARK: - Events
+
+    /// Starts the upgrade.
+    public mutating func start(now: SMPInstant) -> [Action] {
+        lastNow = now
+        guard state == .idle else { return [] }
+        guard !images.isEmpty else {
+            fail("the package holds no images: nothing to upload — check the package file")
+            return flush()
+        }
+        go(.parameters)
+        request(.requestParameters)
+        return flush()
+    }
+
+    /// MCUmgr parameters arrived.
+    public mutating func parametersReceived(bufferSize: Int, bufferCount: Int) -> [Action] {
+        guard state == .parameters else { return [] }
+        self.bufferSize = bufferSize > 0 ? bufferSize : nil
+        self.bufferCount = bufferCount > 0 ? bufferCount : nil
+        askBootloader()
+        return flush()
+    }
+
+    /// The device does not implement MCUmgr parameters (rc 8): no pipelining.
+    public mutating func parametersUnsupported() -> [Action] {
+        guard state == .parameters else { return [] }
+        bufferSize = nil
+        bufferCount = 1
+        askBootloader()
+        return flush()
+    }
+
+    /// Bootloader info arrived: the name (`"MCUboot"`, `"SUIT"`) and the mode when reported.
+    public mutating func bootloaderInfoReceived(name: String?, mode: BootloaderModeKind?) -> [Action] {
+        guard state == .bootloaderInfo else { return [] }
+        bootloaderName = name
+        self.mode = mode ?? .unknown
+        chooseFlowAndValidate()
+        return flush()
+    }
+
+    /// The device does not implement bootloader info: assume an MCUboot swap mode.
+    public mutating func bootloaderInfoUnsupported() -> [Action] {
+        guard state == .bootloaderInfo else { return [] }
+        mode = .unknown
+        chooseFlowAndValidate()
+        return flush()
+    }
+
+    /// The image list arrived (answer to `requestImageList`).
+    public mutating func imageListReceived(_ slots: [DeviceImageSlot]) -> [Action] {
+        switch state {
+        case .validate: validate(slots)
+        case .verifying: verify(slots)
+        default: return []
+        }
+        return flush()
+    }
+
+    /// One image finished uploading.
+    public mutating func uploadFinished(image: Int) -> [Action] {
+        guard case .upload(var remaining) = state, let index = remaining.firstIndex(of: image) else { return [] }
+        remaining.remove(at: index)
+        if remaining.isEmpty {
+            afterUpload()
+        } else {
+            state = .upload(remaining: remaining)
+        }
+        return flush()
+    }
+
+    /// A state write (test or confirm) succeeded; `slots` is the image list it returned.
+    public mutating func stateWriteSucceeded(_ slots: [DeviceImageSlot]) -> [Action] {
+        switch state {
+        case .resolvingSecondary:
+            go(.validate)
+            request(.requestImageList)
+        case .writing(var writes):
+            let write = writes.removeFirst()
+            switch write {
+            case .test(let hash):
+                if let slot = find(hash, in: slots), !slot.pending, !slot.active {
+                    fail("image \(imageNumber(hash)) was marked for test but the device does not show it pending: "
+                        + "check the image is valid for this device and slot, then run the upgrade again")
+                    return flush()
+                }
+            case .confirm(let hash):
+                if let slot = find(hash, in: slots), !(slot.permanent || slot.pending || (slot.active && slot.confirmed)) {
+                    fail("image \(imageNumber(hash)) was confirmed but the device does not show it permanent: "
+                        + "check the image is valid for this device and slot, then run the upgrade again")
+                    return flush()
+                }
+            }
+            if writes.isEmpty {
+                afterWrites()
+            } else {
+                go(.writing(writes))
+                request(action(for: writes[0]))
+            }
+        case .confirmingAfterReset(var hashes):
+            let hash = hashes.removeFirst()
+            if let slot = find(hash, in: slots), !slot.confirmed, !slot.permanent {
+                fail("image \(imageNumber(hash)) was confirmed but the device does not show it confirmed: "
+                    + "the device may have rejected the confirm; run `smp image list` and confirm it by hand")
+                return flush()
+            }
+            if hashes.isEmpty {
+                succeed()
+            } else {
+                go(.confirmingAfterReset(hashes))
+                request(.confirmImage(hash: hashes[0]))
+            }
+        default:
+            return []
+        }
+        return flush()
+    }
+
+    /// The application settings were erased.
+    public mutating func eraseSettingsDone() -> [Action] {
+        guard state == .eraseSettings else { return [] }
+        settingsErased = true
+        afterUpload()
+        return flush()
+    }
+
+    /// Erasing the application settings failed; tolerated (many devices do not implement it).
+    public mutating func eraseSettingsFailed(_ description: String) -> [Action] {
+        guard state == .eraseSettings else { return [] }
+        settingsErased = true
+        notes.append("erasing the application settings failed (\(description)); continued")
+        afterUpload()
+        return flush()
+    }
+
+    /// The reset request was answered (or the link dropped while sending it, which a reset does).
+    public mutating func resetSent(now: SMPInstant) -> [Action] {
+        lastNow = now
+        guard case .reset(let purpose) = state else { return [] }
+        var wait = configuration.resetDelay
+        if purpose != .enterFirmwareLoader, flow.swapWait, configuration.estimatedSwapTime > wait {
+            wait = configuration.estimatedSwapTime
+        }
+        let until = now + wait
+        go(.waitForSwap(until: until, purpose))
+        out.append(.waitUntil(until))
+        return flush()
+    }
+
+    /// The link to the device is open again after a reset.
+    public mutating func reconnected() -> [Action] {
+        guard case .reconnecting(let deadline, _, let purpose) = state else { return [] }
+        switch purpose {
+        case .enterFirmwareLoader:
+            // The loader is MCUboot-like: one buffer, so no pipelining (its parameters are not re-read).
+            startUpload(pipelineDepth: 1)
+        case .resolveSecondary:
+            go(.validate)
+            request(.requestImageList)
+        case .install:
+            go(.verifying(deadline: deadline, retryAt: nil))
+            request(.requestImageList)
+        }
+        return flush()
+    }
+
+    /// A request (or the upload, or a reconnect) failed. `retriable` errors (timeouts, busy) are
+    /// resent up to `maximumRetries` times; others fail the upgrade unless the state tolerates them.
+    public mutating func requestFailed(_ description: String, retriable: Bool, now: SMPInstant) -> [Action] {
+        lastNow = now
+        switch state {
+        case .idle, .success, .failed, .cancelled, .waitForSwap:
+            return []
+        case .parameters:
+            if !retry(retriable) {
+                notes.append("MCUmgr parameters unavailable (\(description)); uploading without pipelining")
+                bufferSize = nil
+                bufferCount = 1
+                askBootloader()
+            }
+        case .bootloaderInfo:
+            if !retry(retriable) {
+                mode = .unknown
+                chooseFlowAndValidate()
+            }
+        case .eraseSettings:
+            return eraseSettingsFailed(description)
+        case .reset:
+            // The device may drop the link before its answer arrives; a reset is not undone by that.
+            return resetSent(now: now)
+        case .reconnecting(let deadline, _, let purpose):
+            if now >= deadline {
+                failNotBack()
+            } else {
+                let at = min(now + configuration.retryInterval, deadline)
+                state = .reconnecting(deadline: deadline, retryAt: at, purpose)
+                out.append(.waitUntil(at))
+            }
+        case .verifying(let deadline, _):
+            if now >= deadline {
+                failNotBack()
+            } else {
+                let at = min(now + configuration.retryInterval, deadline)
+                state = .verifying(deadline: deadline, retryAt: at)
+                out.append(.waitUntil(at))
+            }
+        case .upload(let remaining):
+            let which = remaining.first.map { "image \($0)" } ?? "the image"
+            fail("uploading \(which) failed: \(description). Run the upgrade again: the upload resumes from the device's offset")
+        case .validate:
+            if !retry(retriable) { fail("reading the image list failed: \(description). Check the connection and run the upgrade again") }
+        case .resolvingSecondary:
+            if !retry(retriable) {
+                fail("confirming the running image (to free the secondary slot) failed: \(description). "
+                    + "Confirm it by hand (`smp image confirm`) or erase the secondary slot, then run the upgrade again")
+            }
+        case .writing(let writes):
+            if !retry(retriable) {
+                let what: String
+                switch writes[0] {
+                case .test(let h): what = "marking image \(imageNumber(h)) for test"
+                case .confirm(let h): what = "confirming image \(imageNumber(h))"
+                }
+                fail("\(what) failed: \(description). The image is uploaded; check it is signed for this device, then run the upgrade again")
+            }
+        case .confirmingAfterReset(let hashes):
+            if !retry(retriable) {
+                fail("confirming image \(imageNumber(hashes[0])) after the reset failed: \(description). "
+                    + "It runs in test mode and will be reverted on the next reset unless confirmed (`smp image confirm`)")
+            }
+        }
+        return flush()
+    }
+
+    /// The timer armed by the last `waitUntil` expired.
+    public mutating func timerFired(now: SMPInstant) -> [Action] {
+        lastNow = now
+        switch state {
+        case .waitForSwap(let until, let purpose):
+            guard now >= until else { return [] }
+            let deadline = now + configuration.reconnectTimeout
+            go(.reconnecting(deadline: deadline, retryAt: nil, purpose))
+            out.append(.reconnect)
+            out.append(.waitUntil(deadline))
+        case .reconnecting(let deadline, let retryAt, let purpose):
+            if now >= deadline {
+                failNotBack()
+            } else if let retryAt, now >= retryAt {
+                state = .reconnecting(deadline: deadline, retryAt: nil, purpose)
+                out.append(.reconnect)
+                out.append(.waitUntil(deadline))
+            } else {
+                return []
+            }
+        case .verifying(let deadline, let retryAt):
+            if now >= deadline {
+                failNotBack()
+            } else if let retryAt, now >= retryAt {
+                state = .verifying(deadline: deadline, retryAt: nil)
+                out.append(.requestImageList)
+                out.append(.waitUntil(deadline))
+            } else {
+                return []
+            }
+        default:
+            return []
+        }
+        return flush()
+    }
+
+    /// Holds the machine before its next action; the answer to the request in flight is kept.
+    public mutating func pause() -> [Action] {
+        guard !isTerminal, !isPaused else { return [] }
+        isPaused = true
+        if case .upload = state { return [.pauseUpload] }
+        return []
+    }
+
+    /// Continues after `pause()`: returns the actions held meanwhile.
+    public mutating func resume() -> [Action] {
+        guard isPaused else { return [] }
+        isPaused = false
+        var actions: [Action] = []
+        if case .upload = state, !held.contains(where: { if case .upload = $0 { true } else { false } }) {
+            actions.append(.resumeUpload)
+        }
+        actions += held
+        held.removeAll()
+        return actions
+    }
+
+    /// Cancels the upgrade: no device actions follow.
+    public mutating func cancel() -> [Action] {
+        guard !isTerminal else { return [] }
+        held.removeAll()
+        isPaused = false
+        go(.cancelled)
+        out.append(.cancelled)
+        return flush()
+    }
+
+    /// Whether the upgrade is over (success, failed or cancelled).
+    public var isTerminal: Bool { state == .success || state == .failed || state == .cancelled }
+
+    // MARK: - Steps
+
+    private mutating func askBootloader() {
+        if let override = configuration.bootloaderMode {
+            mode = override
+            chooseFlowAndValidate()
+        } else {
+            go(.bootloaderInfo)
+            request(.requestBootloaderInfo)
+        }
+    }
+
+    private mutating func chooseFlowAndValidate() {
+        let suit = bootloaderName?.uppercased() == "SUIT" || images.contains { $0.contentType != .mcubootImage }
+        switch mode {
+        case _ where suit:
+            flow = Flow(slots: .secondary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: true)
+        case .directXIPWithoutRevert:
+            flow = Flow(slots: .inactive, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+        case .directXIPWithRevert:
+            flow = Flow(slots: .inactive, writes: .asMode, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+        case .ramLoad:
+            flow = Flow(slots: .inactive, writes: .confirmOnly, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            notes.append("RAM load: no revert, so test modes behave like confirm (unverified against hardware)")
+        case .overwriteOnly:
+            flow = Flow(slots: .secondary, writes: .confirmOnly, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+            if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
+                notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
+            }
+        case .firmwareLoader:
+            flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
+        case .singleApplicationSlot, .singleSlotRAMLoad:
+            flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+        default:
+            flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+        }
+        if flow.suit {
+            // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
+            targets = images.map { Target(image: $0, needsUpload: true, write: nil, needsReset: false) }
+            startUpload(pipelineDepth: pipelineDepth)
+        } else {
+            go(.validate)
+            request(.requestImageList)
+        }
+    }
+
+    private mutating func validate(_ slots: [DeviceImageSlot]) {
+        var plan: [Target] = []
+        skipped = []
+        var numbers: [Int] = []
+        for image in images where !numbers.contains(image.image) { numbers.append(image.image) }
+        for number in numbers {
+            let candidates = images.filter { $0.image == number }
+            let listed = slots.filter { $0.image == number }
+            let active = listed.first { $0.active }
+            // Already running?
+            if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
+                skipped.append(number)
+                if !active.confirmed, wantsConfirm, flow.writes != .none {
+                    plan.append(Target(image: running, needsUpload: false, write: .confirm(running.hash), needsReset: false))
+                }
+                continue
+            }
+            let image: FirmwareUpgradeImage
+            let targetSlot: Int
+            switch flow.slots {
+            case .inactive:
+                let activeSlot = active?.slot ?? 0
+                guard let pick = candidates.first(where: { $0.slot != activeSlot }) else {
+                    fail("image \(number): the package only has the build for slot \(activeSlot), which is running; "
+                        + "\(mode) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
+                    return
+                }
+                image = pick
+                targetSlot = 1 - activeSlot
+            case .secondary:
+                image = candidates.first { $0.slot == 0 } ?? candidates[0]
+                targetSlot = 1
+            case .primary:
+                plan.append(Target(image: candidates.first { $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
+                continue
+            }
+            var target = Target(image: image, needsUpload: true, write: initialWrite(for: image.hash), needsReset: true)
+            if let other = listed.first(where: { $0.slot == targetSlot }) {
+                if other.hash == image.hash {
+                    target.needsUpload = false
+                    skipped.append(number)
+                    if other.permanent {
+                        if configuration.upgradeMode == .testOnly, flow.writes == .asMode {
+                            fail("image \(number) is already in slot \(targetSlot) and confirmed; it cannot be made test-only. "
+                                + "Use confirmOnly, or reset the device to install it")
+                            return
+                        }
+                        target.write = nil
+                    } else if other.pending {
+                        if case .test = target.write { target.write = nil }
+                    }
+                } else if other.confirmed || other.pending {
+                    guard resolutionsLeft > 0 else {
+                        fail("image \(number): slot \(targetSlot) still holds another image marked "
+                            + "\(other.confirmed ? "confirmed" : "pending"). Erase it (`smp image erase`) or reset the device, then run the upgrade again")
+                        return
+                    }
+                    resolutionsLeft -= 1
+                    if other.confirmed, let running = active, !running.hash.isEmpty {
+                        // As ios-dm: confirm the running image so the confirmed secondary can be overwritten.
+                        go(.resolvingSecondary)
+                        request(.confirmImage(hash: running.hash))
+                    } else {
+                        // As ios-dm: reset so MCUboot boots the pending image, then validate again.
+                        notes.append("image \(number): slot \(targetSlot) held another pending image; reset the device to clear it")
+                        go(.reset(.resolveSecondary))
+                        didReset = true
+                        request(.reset(.normal))
+                    }
+                    return
+                }
+            }
+            plan.append(target)
+        }
+        targets = plan
+        if targets.isEmpty {
+            succeed()
+            return
+        }
+        if targets.contains(where: \.needsUpload) {
+            if flow.resetIntoLoaderFirst {
+                go(.reset(.enterFirmwareLoader))
+                request(.reset(.bootloader))
+            } else {
+                startUpload(pipelineDepth: pipelineDepth)
+            }
+        } else {
+            afterUpload()
+        }
+    }
+
+    private var wantsConfirm: Bool {
+        configuration.upgradeMode == .confirmOnly || configuration.upgradeMode == .testAndConfirm
+    }
+
+    private func initialWrite(for hash: [UInt8]) -> Write? {
+        switch (flow.writes, configuration.upgradeMode) {
+        case (.none, _), (_, .uploadOnly): nil
+        case (.confirmOnly, _), (.asMode, .confirmOnly): .confirm(hash)
+        case (.asMode, .testAndConfirm), (.asMode, .testOnly): .test(hash)
+        }
+    }
+
+    private var pipelineDepth: Int {
+        let limit = max(1, (bufferCount ?? 1) - 1)
+        guard let wanted = configuration.pipelineDepth else { return limit }
+        return max(1, bufferCount == nil ? wanted : min(wanted, limit))
+    }
+
+    private mutating func startUpload(pipelineDepth: Int) {
+        let uploads = targets.filter(\.needsUpload).map(\.image)
+        go(.upload(remaining: uploads.map(\.image)))
+        out.append(.upload(uploads, pipelineDepth: pipelineDepth, bufferSize: bufferSize))
+    }
+
+    private mutating func afterUpload() {
+        if configuration.eraseAppSettings, !settingsErased, targets.contains(where: \.needsUpload) {
+            go(.eraseSettings)
+            request(.eraseAppSettings)
+            return
+        }
+        if configuration.upgradeMode == .uploadOnly || flow.suit {
+            succeed()
+            return
+        }
+        if flow.slots == .primary, flow.resetIntoLoaderFirst || targets.contains(where: \.needsUpload) {
+            // Firmware loader / single slot: the upload went straight to the primary slot.
+            go(.reset(.install))
+            didReset = true
+            request(.reset(.normal))
+            return
+        }
+        let writes = targets.compactMap(\.write)
+        if writes.isEmpty {
+            afterWrites()
+        } else {
+            go(.writing(writes))
+            request(action(for: writes[0]))
+        }
+    }
+
+    private mutating func afterWrites() {
+        if targets.contains(where: \.needsReset) {
+            go(.reset(.install))
+            didReset = true
+            request(.reset(.normal))
+        } else {
+            succeed()
+        }
+    }
+
+    private mutating func verify(_ slots: [DeviceImageSlot]) {
+        var toConfirm: [[UInt8]] = []
+        for target in targets where target.needsReset {
+            let number = target.image.image
+            let listed = slots.filter { $0.image == number }
+            if listed.isEmpty {
+                notes.append("image \(number) is not in the device's image list after the reset; its installation could not be checked")
+                continue
+            }
+            guard let running = listed.first(where: { $0.active && $0.hash == target.image.hash }) else {
+                let slotHint = flow.slots == .inactive ? "slot \(target.image.slot)" : "this slot"
+                fail("image \(number): the device booted the old image: the new one was rejected by MCUboot — "
+                    + "check the signing key / image for \(slotHint)"
+                    + (mode == .directXIPWithoutRevert ? " (Direct-XIP boots the higher version: check the new version is higher)" : ""))
+                return
+            }
+            switch (flow.writes, configuration.upgradeMode) {
+            case (.asMode, .testAndConfirm):
+                if !running.confirmed { toConfirm.append(target.image.hash) }
+            case (.asMode, .testOnly):
+                if running.confirmed {
+                    notes.append("image \(number) is already confirmed after the test boot (the application may confirm itself)")
+                }
+            case (.asMode, .confirmOnly), (.confirmOnly, _):
+                if !running.confirmed {
+                    fail("image \(number) runs but is not confirmed: MCUboot will revert it on the next reset. "
+                        + "Confirm it with `smp image confirm`")
+                    return
+                }
+            default:
+                break
+            }
+        }
+        if toConfirm.isEmpty {
+            succeed()
+        } else {
+            go(.confirmingAfterReset(toConfirm))
+            request(.confirmImage(hash: toConfirm[0]))
+        }
+    }
+
+    private mutating func failNotBack() {
+        let seconds = Int(configuration.reconnectTimeout.seconds.rounded())
+        fail("the device did not come back within \(seconds) s after the reset: check it is powered and on the same "
+            + "port or address; if the swap takes longer, raise estimatedSwapTime or the reconnect timeout")
+    }
+
+    // MARK: - Helpers
+
+    private func action(for write: Write) -> Action {
+        switch write {
+        case .test(let hash): .testImage(hash: hash)
+        case .confirm(let hash): .confirmImage(hash: hash)
+        }
+    }
+
+    private func find(_ hash: [UInt8], in slots: [DeviceImageSlot]) -> DeviceImageSlot? {
+        slots.first { $0.hash == hash }
+    }
+
+    private func imageNumber(_ hash: [UInt8]) -> Int {
+        images.first { $0.hash == hash }?.image ?? 0
+    }
+
+    private mutating func request(_ action: Action) {
+        lastRequest = action
+        retriesLeft = configuration.maximumRetries
+        out.append(action)
+    }
+
+    private mutating func retry(_ retriable: Bool) -> Bool {
+        guard retriable, retriesLeft > 0, let lastRequest else { return false }
+        retriesLeft -= 1
+        out.append(lastRequest)
+        return true
+    }
+
+    private mutating func succeed() {
+        let uploaded = targets.filter(\.needsUpload).map(\.image.image)
+        let summary = FirmwareUpgradeSummary(
+            mode: configuration.upgradeMode, bootloaderMode: mode, uploadedImages: uploaded,
+            skippedImages: skipped, didReset: didReset, notes: notes)
+        go(.success)
+        out.append(.finished(summary))
+    }
+
+    private mutating func fail(_ message: String) {
+        let failure = FirmwareUpgradeFailure(state: published, message: message)
+        go(.failed)
+        out.append(.failed(failure))
+    }
+
+    private mutating func go(_ next: State) {
+        state = next
+        let now = Self.publicState(next)
+        if now != published {
+            out.append(.notify(FirmwareUpgradeStateChange(previous: published, current: now)))
+            published = now
+        }
+    }
+
+    private static func publicState(_ state: State) -> FirmwareUpgradeState {
+        switch state {
+        case .idle: .none
+        case .parameters: .requestMcuMgrParameters
+        case .bootloaderInfo: .bootloaderInfo
+        case .validate, .resolvingSecondary: .validate
+        case .upload: .upload
+        case .eraseSettings: .eraseAppSettings
+        case .writing(let writes):
+            if case .some(.test) = writes.first { .test } else { .confirm }
+        case .reset(.resolveSecondary), .reset(.enterFirmwareLoader): .reset
+        case .reset(.install): .reset
+        case .waitForSwap, .reconnecting, .verifying: .reconnect
+        case .confirmingAfterReset: .confirm
+        case .success: .success
+        case .failed: .failed
+        case .cancelled: .cancelled
+        }
+    }
+
+    /// Returns the gathered actions; while paused, everything but notifications is held.
+    private mutating func flush() -> [Action] {
+        defer { out.removeAll() }
+        guard isPaused else { return out }
+        var passed: [Action] = []
+        for action in out {
+            if case .notify = action { passed.append(action) } else { held.append(action) }
+        }
+        return passed
+    }
+}

@@ -1,0 +1,137 @@
+import Testing
+
+@testable import McuMgrCore
+
+/// Random event sequences: the machine never traps, ends at most once, and stays silent after the end.
+@Suite struct FirmwareUpgradeFuzzTests {
+    struct SplitMix64: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func randomList(_ rng: inout SplitMix64) -> [DeviceImageSlot] {
+        let hashes = [FW.old, FW.new, FW.new1, FW.other]
+        return (0..<Int.random(in: 0...4, using: &rng)).map { _ in
+            DeviceImageSlot(
+                image: Int.random(in: 0...1, using: &rng), slot: Int.random(in: 0...1, using: &rng),
+                hash: hashes.randomElement(using: &rng)!, active: .random(using: &rng),
+                confirmed: .random(using: &rng), pending: .random(using: &rng), permanent: .random(using: &rng))
+        }
+    }
+
+    static func isEnd(_ a: FW.Action) -> Bool {
+        switch a {
+        case .finished, .failed, .cancelled: true
+        default: false
+        }
+    }
+
+    @Test func randomEventSequencesNeverTrapAndEndOnce() {
+        var rng = SplitMix64(state: 0x5EED)
+        let modes = FirmwareUpgradeMode.allCases
+        let bootloaders: [BootloaderModeKind] = (-1...10).map { BootloaderModeKind(rawValue: $0) }
+        for _ in 0..<400 {
+            let images = [
+                [FW.image()], [FW.image(slot: 0, hash: FW.other), FW.image(slot: 1)],
+                [FW.image(0), FW.image(1, hash: FW.new1)],
+                [FirmwareUpgradeImage(image: 0, hash: FW.new, size: 9, contentType: .suitEnvelope)],
+            ].randomElement(using: &rng)!
+            var config = FirmwareUpgradeConfiguration(
+                upgradeMode: modes.randomElement(using: &rng)!, estimatedSwapTime: .seconds(Int.random(in: 0...5, using: &rng)),
+                reconnectTimeout: .seconds(10), maximumRetries: 2)
+            config.eraseAppSettings = .random(using: &rng)
+            var m = FirmwareUpgradeStateMachine(images: images, configuration: config)
+            var now: UInt64 = 0
+            var ends = 0
+            var endedAt: Int?
+            let started = m.start(now: FW.t(0))
+            ends += started.filter(Self.isEnd).count
+            for step in 0..<60 {
+                now += UInt64.random(in: 0...4, using: &rng)
+                let actions: [FW.Action]
+                switch Int.random(in: 0...17, using: &rng) {
+                case 0: actions = m.parametersReceived(bufferSize: 2048, bufferCount: Int.random(in: 0...5, using: &rng))
+                case 1: actions = m.parametersUnsupported()
+                case 2: actions = m.bootloaderInfoReceived(name: ["MCUboot", "SUIT", nil].randomElement(using: &rng)!, mode: bootloaders.randomElement(using: &rng))
+                case 3: actions = m.bootloaderInfoUnsupported()
+                case 4, 5: actions = m.imageListReceived(Self.randomList(&rng))
+                case 6: actions = m.uploadFinished(image: Int.random(in: 0...1, using: &rng))
+                case 7: actions = m.stateWriteSucceeded(Self.randomList(&rng))
+                case 8: actions = m.resetSent(now: FW.t(now))
+                case 9: actions = m.reconnected()
+                case 10: actions = m.eraseSettingsDone()
+                case 11: actions = m.eraseSettingsFailed("x")
+                case 12: actions = m.requestFailed("x", retriable: .random(using: &rng), now: FW.t(now))
+                case 13, 14: actions = m.timerFired(now: FW.t(now))
+                case 15: actions = m.pause()
+                case 16: actions = m.resume()
+                default: actions = Int.random(in: 0...9, using: &rng) == 0 ? m.cancel() : []
+                }
+                if endedAt != nil { #expect(actions.isEmpty, "actions after the end: \(actions)") }
+                let e = actions.filter(Self.isEnd).count
+                ends += e
+                if e > 0, endedAt == nil { endedAt = step }
+            }
+            #expect(ends <= 1)
+            #expect(m.isTerminal == (ends == 1) || m.isPaused, "terminal state and end action agree")
+        }
+    }
+
+    @Test func happyDriverAlwaysFinishesForEveryModeAndBootloader() {
+        // A cooperative driver answering every request as a good device would.
+        for mode in FirmwareUpgradeMode.allCases {
+            for raw in -1...9 {
+                let bootloader = BootloaderModeKind(rawValue: raw)
+                let images = bootloader.isDirectXIP || bootloader == .ramLoad
+                    ? [FW.image(slot: 0, hash: FW.other), FW.image(slot: 1)] : [FW.image()]
+                var m = FirmwareUpgradeStateMachine(images: images, configuration: .init(upgradeMode: mode, bootloaderMode: bootloader))
+                var queue = m.start(now: FW.t(0))
+                var booted = false
+                var now: UInt64 = 0
+                var finished = false
+                var guardCount = 0
+                var timer: SMPInstant?
+                while guardCount < 100 {
+                    guardCount += 1
+                    if queue.isEmpty {
+                        guard let at = timer else { break }
+                        timer = nil
+                        now = max(now, at.nanoseconds / 1_000_000_000)
+                        queue += m.timerFired(now: at)
+                        continue
+                    }
+                    let action = queue.removeFirst()
+                    now += 1
+                    switch action {
+                    case .requestParameters: queue += m.parametersReceived(bufferSize: 2048, bufferCount: 4)
+                    case .requestBootloaderInfo: queue += m.bootloaderInfoReceived(name: "MCUboot", mode: bootloader)
+                    case .requestImageList:
+                        let newSlot = bootloader.isDirectXIP || bootloader == .ramLoad ? 1 : 0
+                        queue += m.imageListReceived(booted
+                            ? [DeviceImageSlot(slot: newSlot, hash: FW.new, active: true, confirmed: mode != .testOnly || !bootloader.supportsRevert)]
+                            : FW.runningOld())
+                    case .upload(let list, _, _): for i in list { queue += m.uploadFinished(image: i.image) }
+                    case .testImage, .confirmImage: queue += m.stateWriteSucceeded([])
+                    case .reset(let how):
+                        booted = how == .normal
+                        queue += m.resetSent(now: FW.t(now))
+                    case .waitUntil(let at): timer = at
+                    case .reconnect:
+                        timer = nil
+                        queue += m.reconnected()
+                    case .finished: finished = true
+                    case .failed(let f): Issue.record("\(mode) on \(bootloader): \(f)")
+                    default: break
+                    }
+                }
+                #expect(finished, "\(mode) on \(bootloader)")
+            }
+        }
+    }
+}
