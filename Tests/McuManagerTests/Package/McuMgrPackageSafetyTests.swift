@@ -89,11 +89,11 @@ import Testing
 
     @Test func binThatIsNotAnMCUbootImageIsRefused() throws {
         let error = Self.refusal(Data(PackageFixtures.body(4096)), fileName: "zephyr.bin")
-        #expect(error?.message.contains("is not an MCUboot image") == true)
+        #expect(error?.message.contains("not an MCUboot image") == true)
         #expect(error?.message.contains("imgtool") == true)
         let inZip = try PackageFixtures.zip([("manifest.json", Self.manifest),
                                              ("zephyr.signed.bin", Data(PackageFixtures.body(4096)))])
-        #expect(Self.refusal(inZip)?.message.contains("zephyr.signed.bin is not an MCUboot image") == true)
+        #expect(Self.refusal(inZip)?.message.contains("zephyr.signed.bin: not an MCUboot image") == true)
     }
 
     @Test func corruptImageHashIsRefused() throws {
@@ -106,7 +106,10 @@ import Testing
         let data = Self.image.data
         for cut in [10, 31, 32, 100, 1232, data.count - 20, data.count - 1] {
             let error = Self.refusal(data.prefix(cut), fileName: "a.bin")
-            #expect(error?.message.contains("truncated") == true || error?.message.contains("not an MCUboot") == true)
+            let message = error?.message ?? ""
+            #expect(
+                ["truncated", "cut short", "not an MCUboot", "past the end"].contains { message.contains($0) },
+                "cut at \(cut): \(message)")
         }
         let zip = try PackageFixtures.zip([("manifest.json", Self.manifest), ("zephyr.signed.bin", data)])
         for cut in [0, 10, zip.count / 2, zip.count - 30, zip.count - 1] {

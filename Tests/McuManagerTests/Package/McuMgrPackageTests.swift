@@ -48,7 +48,7 @@ import Testing
         #expect(package.images.map(\.image) == [0, 1])
         #expect(package.images.map(\.hash) == [app.hash, net.hash])
         #expect(package.images.map(\.data) == [app.data, net.data])
-        #expect(package.images.map(\.version) == ["1.4.2+0", "0.9.0+1"])
+        #expect(package.images.map(\.version) == ["1.4.2", "0.9.0+1"])
         #expect(package.images.map(\.fileName) == ["app.signed.bin", "ipc_radio.signed.bin"])
         #expect(package.images.allSatisfy { $0.contentType == .mcubootImage && $0.slot == nil })
         #expect(package.imageNumbers == [0, 1])
