@@ -145,7 +145,7 @@ import Testing
     }
 
     @Test func randomBytesNeverCrash() throws {
-        var rng = PackageTestRandom(seed: 42)
+        var rng = SplitMix64(seed: 42)
         let names = ["a.bin", "a.zip", "a.suit"]
         for round in 0..<300 {
             let count = Int(rng.next() % 512)
@@ -158,7 +158,7 @@ import Testing
     }
 
     @Test func damagedZipNeverCrashes() throws {
-        var rng = PackageTestRandom(seed: 7)
+        var rng = SplitMix64(seed: 7)
         let zip = try PackageFixtures.zip([("manifest.json", Self.manifest), ("zephyr.signed.bin", Self.image.data)])
         for _ in 0..<1000 {
             var bytes = [UInt8](zip)

@@ -1,57 +1,30 @@
-import Crypto
 import Foundation
+import McuManager
 import McuMgrCore
 import Testing
 import ZIPFoundation
 
 /// Builders for package tests: unsigned MCUboot images, zips in memory, SUIT envelopes.
 enum PackageFixtures {
-    /// An unsigned MCUboot image (PROTOCOL.md 6): header, body, optional protected TLV area, and an
-    /// unprotected TLV area with a key-hash TLV and the SHA-256 TLV. Returns the file and its image hash.
+    /// An unsigned MCUboot image made by the library's builder, optionally with a protected
+    /// security-counter TLV. Returns the file and its image hash.
     static func mcubootImage(
         body: [UInt8],
         version: (UInt8, UInt8, UInt16, UInt32) = (1, 2, 3, 4),
         headerSize: Int = 32,
         protectedTLV: Bool = false
     ) -> (data: Data, hash: Data) {
-        var bytes: [UInt8] = []
-        func u16(_ v: UInt16) { bytes += [UInt8(v & 0xFF), UInt8(v >> 8)] }
-        func u32(_ v: UInt32) { u16(UInt16(v & 0xFFFF)); u16(UInt16(v >> 16)) }
-        let protectedSize = protectedTLV ? 4 + 4 + 4 : 0
-        u32(0x96F3_B83D)  // ih_magic
-        u32(0)  // ih_load_addr
-        u16(UInt16(headerSize))  // ih_hdr_size
-        u16(UInt16(protectedSize))  // ih_protect_tlv_size
-        u32(UInt32(body.count))  // ih_img_size
-        u32(0)  // ih_flags
-        bytes += [version.0, version.1]
-        u16(version.2)
-        u32(version.3)
-        u32(0)  // _pad1
-        bytes += [UInt8](repeating: 0, count: headerSize - 32)
-        bytes += body
-        if protectedTLV {
-            u16(0x6908)
-            u16(UInt16(protectedSize))
-            u16(0x50)  // SEC_CNT
-            u16(4)
-            u32(42)
-        }
-        let hash = Data(SHA256.hash(data: bytes))
-        u16(0x6907)
-        u16(UInt16(4 + (4 + 32) + (4 + 32)))
-        u16(0x01)  // KEYHASH (dummy)
-        u16(32)
-        bytes += [UInt8](repeating: 0xAB, count: 32)
-        u16(0x10)  // SHA256
-        u16(32)
-        bytes += hash
-        return (Data(bytes), hash)
+        let builder = McuMgrImageBuilder(
+            version: McuMgrImageVersion(major: version.0, minor: version.1, revision: version.2, build: version.3),
+            headerSize: headerSize, headerPadding: 0,
+            protectedTLVs: protectedTLV ? [.securityCounter(42)] : [])
+        let image = try! builder.image(body: Data(body))
+        return (image.data, image.hash)
     }
 
     /// Deterministic bytes.
     static func body(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
-        var rng = PackageTestRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         return (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
     }
 
@@ -172,17 +145,4 @@ enum PackageFixtures {
           {"type": "cache", "image_index": "3", "file": "dfu_cache_partition_3.bin", "size": 100}
         ]}
         """
-}
-
-/// Small deterministic generator for reproducible test bytes.
-struct PackageTestRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
