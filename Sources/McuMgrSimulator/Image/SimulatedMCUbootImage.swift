@@ -1,4 +1,6 @@
 import Crypto
+import Foundation
+import McuManager
 
 /// Builds and parses MCUboot images (PROTOCOL.md 6): a 32-byte header (padded to `hdr_size`), the body,
 /// and an unprotected TLV area (0x6907) with a SHA-256 TLV (0x10) over header and body.
@@ -13,44 +15,24 @@ public enum SimulatedMCUbootImage {
     /// `IMAGE_F_NON_BOOTABLE`.
     public static let nonBootableFlag: UInt32 = 0x10
 
-    /// A complete image file with a correct SHA-256 TLV.
+    /// A complete image file with a correct SHA-256 TLV, made by the library's `McuMgrImageBuilder`.
     /// - Parameters:
     ///   - headerSize: `ih_hdr_size`, at least 32; the header is padded with zeros up to it.
     public static func build(
         version: SimulatorImageVersion, body: [UInt8], headerSize: Int = 32, flags: UInt32 = 0
     ) -> [UInt8] {
         precondition(headerSize >= 32 && headerSize <= 0xFFFF, "header size must be 32...65535")
-        var image: [UInt8] = []
-        image.reserveCapacity(headerSize + body.count + 40)
-        appendLE(magic, 4, to: &image)
-        appendLE(0, 4, to: &image)  // load address
-        appendLE(UInt32(headerSize), 2, to: &image)
-        appendLE(0, 2, to: &image)  // protected TLV size
-        appendLE(UInt32(body.count), 4, to: &image)
-        appendLE(flags, 4, to: &image)
-        image.append(version.major)
-        image.append(version.minor)
-        appendLE(UInt32(version.revision), 2, to: &image)
-        appendLE(version.build, 4, to: &image)
-        appendLE(0, 4, to: &image)  // pad
-        image.append(contentsOf: repeatElement(0, count: headerSize - 32))
-        image.append(contentsOf: body)
-        let hash = Array(SHA256.hash(data: image))
-        appendLE(UInt32(tlvInfoMagic), 2, to: &image)
-        appendLE(UInt32(4 + 4 + hash.count), 2, to: &image)
-        appendLE(UInt32(sha256TLV), 2, to: &image)
-        appendLE(UInt32(hash.count), 2, to: &image)
-        image.append(contentsOf: hash)
-        return image
+        let builder = McuMgrImageBuilder(
+            version: McuMgrImageVersion(
+                major: version.major, minor: version.minor, revision: version.revision, build: version.build),
+            headerSize: headerSize, headerPadding: 0, flags: McuMgrImageFlags(rawValue: flags))
+        // The builder only throws for sizes out of range, which the precondition above rules out.
+        return [UInt8](try! builder.build(body: Data(body)))
     }
 
     /// The SHA-256 TLV value of an image (the hash the image list shows), nil if it cannot be parsed.
     public static func imageHash(of image: [UInt8]) -> [UInt8]? {
         try? parse(image, verifyHash: false).hash
-    }
-
-    private static func appendLE(_ value: UInt32, _ count: Int, to out: inout [UInt8]) {
-        for i in 0..<count { out.append(UInt8((value >> (8 * UInt32(i))) & 0xFF)) }
     }
 
     /// What the device knows about a valid image.
