@@ -69,8 +69,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore"], exclude: ["Fixtures"]),
-        .testTarget(name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator"]),
+        // Helpers shared by the test targets (locating the Python reference implementations).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore"]),
         .testTarget(
             name: "HardwareTests",

@@ -1,75 +1,21 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Locates the Python that has `imgtool` (MCUboot's image tool) for cross-checks.
 ///
 /// Uses `SMP_TEST_PYTHON` if set, else `<package root>/.venv/bin/python`. CI always creates `.venv` with
-/// imgtool in the package root. (McuMgrCoreTests has its own helper; test targets cannot share code.)
+/// imgtool in the package root.
 enum ImgtoolPython {
-    /// The package root, found from this file's location (Tests/McuManagerTests/Image/ImgtoolPython.swift).
-    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .deletingLastPathComponent()
-
-    /// The interpreter's path, or nil when none is configured.
-    static var path: String? {
-        if let env = ProcessInfo.processInfo.environment["SMP_TEST_PYTHON"], !env.isEmpty {
-            return FileManager.default.isExecutableFile(atPath: env) ? env : nil
-        }
-        let venv = packageRoot.appendingPathComponent(".venv/bin/python").path
-        return FileManager.default.isExecutableFile(atPath: venv) ? venv : nil
-    }
-
     /// True when the interpreter exists and can import imgtool (checked once).
-    static let isAvailable: Bool = path != nil && (try? run(script: "import imgtool.main", input: "")) != nil
+    static let isAvailable: Bool = TestPython.hasModule("imgtool.main")
 
     /// The reason shown when an imgtool test is skipped.
     static let skipReason: Comment =
         "needs a Python with imgtool: set SMP_TEST_PYTHON or create .venv in the package root (pip install imgtool)"
 
-    struct Failure: Error, CustomStringConvertible {
-        var status: Int32
-        var stderr: String
-        var description: String { "python exited with status \(status): \(stderr)" }
-    }
-
-    /// Runs `script` (`python -c`) with `input` on stdin; returns stdout. Throws if Python fails.
     static func run(script: String, input: String) throws -> String {
-        guard let path else { throw Failure(status: -1, stderr: "no Python configured") }
-        let tmp = FileManager.default.temporaryDirectory
-        let token = UUID().uuidString
-        let inURL = tmp.appendingPathComponent("smp-imgtool-\(token).in")
-        let errURL = tmp.appendingPathComponent("smp-imgtool-\(token).err")
-        defer {
-            try? FileManager.default.removeItem(at: inURL)
-            try? FileManager.default.removeItem(at: errURL)
-        }
-        // Files, not pipes, for stdin and stderr: no deadlock however much either side writes.
-        try Data(input.utf8).write(to: inURL)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let stdin = try FileHandle(forReadingFrom: inURL)
-        let stderr = try FileHandle(forWritingTo: errURL)
-        defer {
-            try? stdin.close()
-            try? stderr.close()
-        }
-        let stdout = Pipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["-c", script]
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
-            throw Failure(status: process.terminationStatus, stderr: message)
-        }
-        return String(decoding: output, as: UTF8.self)
+        try TestPython.run(script: script, input: input)
     }
 
     /// What imgtool says about one image it signed.

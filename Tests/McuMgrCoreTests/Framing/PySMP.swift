@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The PyPI `smp` package (intercreate/smp 4.x), run as a reference implementation.
@@ -46,79 +47,29 @@ enum PySMP {
     }
 
     /// The interpreter to use, or nil.
-    static let python: String? = {
-        let environment = ProcessInfo.processInfo.environment
-        var candidates: [String] = []
-        if let explicit = environment["SMP_TEST_PYTHON"], !explicit.isEmpty { candidates.append(explicit) }
-        candidates.append(packageRoot.appendingPathComponent(".venv/bin/python").path)
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
+    static var python: String? { TestPython.path }
 
     /// Whether the interpreter exists and can import `smp` and `cbor2`.
-    static let isAvailable: Bool = {
-        guard let python else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import smp.packet, smp.header, smp.os_management, cbor2"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return false
-        }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
+    static let isAvailable: Bool = TestPython.hasModule("smp.packet, smp.header, smp.os_management, cbor2")
 
     static let unavailableComment: Comment =
         "needs a Python with the PyPI smp package: set SMP_TEST_PYTHON or create <package root>/.venv"
 
-    /// `<package root>`, found from this file's path.
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent()  // Framing
-            .deletingLastPathComponent()  // McuMgrCoreTests
-            .deletingLastPathComponent()  // Tests
-            .deletingLastPathComponent()
-    }
-
     /// Runs all requests in one Python process; returns the replies in order.
     static func run(_ requests: [Request]) throws -> [Reply] {
-        guard let python else { throw Failure(description: "no Python interpreter for smp") }
         let encoder = JSONEncoder()
-        var input = Data()
+        var input = ""
         for request in requests {
-            input.append(try encoder.encode(request))
-            input.append(0x0A)
+            input += String(decoding: try encoder.encode(request), as: UTF8.self) + "\n"
         }
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pysmp-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let inputURL = directory.appendingPathComponent("requests.jsonl")
-        let errorURL = directory.appendingPathComponent("stderr.txt")
-        try input.write(to: inputURL)
-        _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script]
-        process.standardInput = try FileHandle(forReadingFrom: inputURL)
-        let errorHandle = try FileHandle(forWritingTo: errorURL)
-        process.standardError = errorHandle
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try? errorHandle.close()
-        guard process.terminationStatus == 0 else {
-            let stderr = (try? String(contentsOf: errorURL, encoding: .utf8)) ?? ""
-            throw Failure(description: "python exited with \(process.terminationStatus): \(stderr.suffix(2000))")
+        let output: String
+        do {
+            output = try TestPython.run(script: script, input: input)
+        } catch {
+            throw Failure(description: "\(error)")
         }
         let decoder = JSONDecoder()
-        let replies = try data.split(separator: 0x0A).map { try decoder.decode(Reply.self, from: Data($0)) }
+        let replies = try output.split(separator: "\n").map { try decoder.decode(Reply.self, from: Data($0.utf8)) }
         guard replies.count == requests.count else {
             throw Failure(description: "python answered \(replies.count) of \(requests.count) requests")
         }

@@ -1,20 +1,20 @@
 import Foundation
 import Testing
 
-/// Locates a Python interpreter for cross-checks against independent implementations (e.g. cbor2).
+/// Locates a Python interpreter for cross-checks against independent implementations (cbor2, smp,
+/// imgtool), shared by the test targets.
 ///
 /// Uses `SMP_TEST_PYTHON` if set, else `<package root>/.venv/bin/python` if it exists. The CI test
 /// script always creates `.venv` in the package root, so tests that need Python run there.
-enum TestPython {
-    /// The package root, found from this file's location (Tests/McuMgrCoreTests/Support/Python.swift).
-    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()
+public enum TestPython {
+    /// The package root, found from this file's location (Tests/TestSupport/TestPython.swift).
+    public static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()
         .deletingLastPathComponent()
         .deletingLastPathComponent()
 
     /// The interpreter's path, or nil when none is configured.
-    static var path: String? {
+    public static var path: String? {
         if let env = ProcessInfo.processInfo.environment["SMP_TEST_PYTHON"], !env.isEmpty {
             return FileManager.default.isExecutableFile(atPath: env) ? env : nil
         }
@@ -23,24 +23,24 @@ enum TestPython {
     }
 
     /// True when the interpreter exists and can import `module`.
-    static func hasModule(_ module: String) -> Bool {
+    public static func hasModule(_ module: String) -> Bool {
         guard path != nil else { return false }
         return (try? run(script: "import \(module)", input: "")) != nil
     }
 
     /// The reason shown when a test needing `module` is skipped.
-    static func skipReason(_ module: String) -> Comment {
+    public static func skipReason(_ module: String) -> Comment {
         "needs a Python with \(module): set SMP_TEST_PYTHON or create .venv in the package root"
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var status: Int32
-        var stderr: String
-        var description: String { "python exited with status \(status): \(stderr)" }
+    public struct Failure: Error, CustomStringConvertible {
+        public var status: Int32
+        public var stderr: String
+        public var description: String { "python exited with status \(status): \(stderr)" }
     }
 
     /// Runs `script` (`python -c`) with `input` on stdin; returns stdout. Throws if Python fails.
-    static func run(script: String, input: String) throws -> String {
+    public static func run(script: String, input: String) throws -> String {
         guard let path else { throw Failure(status: -1, stderr: "no Python configured") }
         let tmp = FileManager.default.temporaryDirectory
         let token = UUID().uuidString
