@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "McuMgrSerial", targets: ["McuMgrSerial"]),
         .library(name: "McuMgrUDP", targets: ["McuMgrUDP"]),
         .library(name: "McuMgrSimulator", targets: ["McuMgrSimulator"]),
+        .library(name: "McuMgrBLE", targets: ["McuMgrBLE"]),
         .executable(name: "smp", targets: ["smp"]),
         .executable(name: "smp-sim", targets: ["smp-sim"]),
     ],
@@ -79,6 +80,22 @@ let package = Package(
             name: "HardwareTests",
             dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP"],
             path: "HardwareTests"
+        ),
+        // Bluetooth LE through BlueZ over D-Bus: libdbus-1, a small Swift D-Bus layer, the BlueZ
+        // client transport and the GATT peripheral the simulator serves through.
+        .systemLibrary(
+            name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .target(
+            name: "McuMgrDBus",
+            dependencies: ["CDBus", "McuManager", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "McuMgrBLE",
+            dependencies: ["McuMgrDBus", "McuManager", "McuMgrCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "McuMgrBLETests",
+            dependencies: ["McuMgrBLE", "McuMgrDBus", "McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
