@@ -70,7 +70,11 @@ struct SUITState: Sendable {
         for fetch in candidate.fetches where fetch.uri.hasPrefix("#") {
             guard let data = candidate.integrated[fetch.uri] else {
                 drop()
-                return 3
+                return 3  // EINVAL: the manifest names a payload the envelope lacks
+            }
+            if let digest = fetch.digest, Array(SHA256.hash(data: data)) != digest {
+                drop()
+                return 9  // ECORRUPT
             }
             gathered[fetch.uri] = data
         }
