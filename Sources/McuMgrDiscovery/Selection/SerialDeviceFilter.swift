@@ -45,7 +45,7 @@ public struct SerialDeviceFilter: Sendable, CustomStringConvertible {
     /// Whether `text` is a discovery filter (`auto...` or `usb:...`) rather than a device URI.
     public static func isFilter(_ text: String) -> Bool {
         let t = text.trimmingWhitespace().lowercased()
-        return t == "auto" || t.hasPrefix("auto?") || t.hasPrefix("usb:")
+        return t == "auto" || t.hasPrefix("auto?") || t.hasPrefix("auto:") || t.hasPrefix("usb:")
     }
 
     /// Parses a filter.
@@ -55,7 +55,7 @@ public struct SerialDeviceFilter: Sendable, CustomStringConvertible {
         self.init(text: text)
         var body: Substring
         let lower = text.lowercased()
-        if lower == "auto" || lower.hasPrefix("auto?") {
+        if lower == "auto" || lower.hasPrefix("auto?") || lower.hasPrefix("auto:") {
             isAuto = true
             body = Substring(text.dropFirst(4))
         } else if lower.hasPrefix("usb:") {
