@@ -156,6 +156,7 @@ class Bed:
         for tty_path in device.get("_tty_paths", []):
             self.testbed.uevent("/sys" + tty_path, "remove")
         self.testbed.remove_device(device["_usb_path"])
+        self.remove_dangling_links()
         for name in self.present.pop(device_id, []):
             for link_dir in ("dev/serial/by-id",):
                 directory = os.path.join(self.root, link_dir)
@@ -163,6 +164,16 @@ class Bed:
                     if os.readlink(os.path.join(directory, entry)) == "../../" + name:
                         os.unlink(os.path.join(directory, entry))
         log("unplugged %s" % device_id)
+
+    def remove_dangling_links(self):
+        """remove_device leaves /sys/bus/*/devices and /sys/class/* links behind; a re-plug needs them gone."""
+        sys_dir = os.path.join(self.root, "sys")
+        for top in ("bus", "class"):
+            for directory, _, files in os.walk(os.path.join(sys_dir, top)):
+                for name in files:
+                    path = os.path.join(directory, name)
+                    if os.path.islink(path) and not os.path.exists(path):
+                        os.unlink(path)
 
     def start_relay(self, device_id, master, sim_path):
         if self.relay is None:
