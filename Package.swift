@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore"]),
         .testTarget(
             name: "HardwareTests",
-            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP"],
+            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrDiscovery"],
             path: "HardwareTests"
         ),
         // libudev (system library) for serial device discovery.

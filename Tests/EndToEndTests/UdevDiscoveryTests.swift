@@ -278,6 +278,35 @@ struct UdevDiscoveryTests {
     }
 }
 
+extension UdevDiscoveryTests {
+    @Test func resetOfABoardThatStaysOnTheBusOrOfAProbeReturnsTheSamePort() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let sim = try await SimProcess.start(["--pty-link", directory.path("tty")])
+        defer { sim.stop() }
+        let rules = #"{"boards": [{"usb": "1915:520f", "name": "Probe-like", "kind": "debug-probe"}]}"#
+        try Data(rules.utf8).write(to: directory.url.appendingPathComponent("boards.json"))
+        let report = try await Bed.run([
+            "devices": [Bed.nordic(relayTo: sim.ptyPath!)],
+            "steps": [
+                // A board that follows resets but did not leave: after the grace period, the same port.
+                Bed.smp("stays", ["--device", "usb:1915:520f", "-v", "os", "reset"]),
+                // A probe's port is not followed at all.
+                ["run": ["/usr/bin/env", "SMP_BOARDS=\(directory.path("boards.json"))", TestEnvironment.smp.path,
+                         "--device", "usb:1915", "-v", "os", "reset"], "name": "probe"],
+                ["sleep": 2.0],  // the target reboots behind the probe's port; give it time
+                Bed.smp("echo", ["--device", "usb:1915:520f", "os", "echo", "same"]),
+            ],
+        ])
+        #expect(report.error == nil, "\(report.error ?? "")")
+        let stays = expectSuccess(report["stays"])
+        #expect(stays.stderr.contains("device: back at serial:/dev/ttyACM0 after the reset"), "\(stays)")
+        let probe = expectSuccess(report["probe"])
+        #expect(!probe.stderr.contains("back at"), "\(probe)")
+        #expect(expectSuccess(report["echo"]).stdout == "same\n")
+    }
+}
+
 /// Where libudev finds nothing (this machine's real /sys has no USB serial ports and no /run/udev), the
 /// tool still works with explicit URIs and says "no devices" cleanly.
 @Suite("No udev devices")
