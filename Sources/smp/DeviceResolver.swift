@@ -75,6 +75,9 @@ extension DeviceResolver {
         let text = option ?? ProcessInfo.processInfo.environment["SMP_DEVICE"]
         guard let text, SerialDeviceFilter.isFilter(text) else { return try uri(from: option) }
         let filter = try SerialDeviceFilter(parsing: text)
+        // Check the serial options before opening any port (a bad option would make every probe fail).
+        _ = try transport(
+            for: McuMgrDeviceURI(scheme: .serial, target: "PORT", options: filter.transportOptions), logger: Logger(label: "smp"))
         let logger = DiscoveryOptions.logger(verbose: verbose)
         let discovery = try DiscoveryOptions.discovery(logger: logger)
         let selector = SerialDeviceSelector(

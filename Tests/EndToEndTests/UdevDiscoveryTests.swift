@@ -328,6 +328,19 @@ struct NoUdevDevicesTests {
         }
     }
 
+    @Test(arguments: [
+        (["--device", "usb:1915?foo=1", "os", "echo", "x"], "unknown option \"foo\""),
+        (["--device", "auto:1915", "os", "echo", "x"], "after auto"),
+        (["--device", "usb:", "os", "echo", "x"], "no serial device matches usb:"),
+        (["devices", "--device", "udp:127.0.0.1"], "smp devices lists serial ports"),
+        (["devices", "--probe-timeout", "0"], "--probe-timeout"),
+    ])
+    func badFiltersAreUsageErrors(arguments: [String], expected: String) async throws {
+        let result = try await runSMP(arguments)
+        #expect(result.status == SMPExit.usage || (expected.hasPrefix("no serial") && result.status == SMPExit.transport), "\(result)")
+        #expect(result.stderr.contains(expected), "\(result)")
+    }
+
     @Test func anEmptyTestBedFindsNothing() async throws {
         guard UmockdevBed.shouldRun else { return }
         let report = try await UmockdevBed.run([
