@@ -84,6 +84,12 @@ public actor DeviceFollower {
             }
         case .added:
             logger.debug("follower: \(identity) is at \(event.device.path)")
+            // Back under another name or sysfs path: it re-enumerated, even if its removal went unseen.
+            if let before = present ?? Optional(current),
+                before.sysPath != event.device.sysPath || before.path != event.device.path
+            {
+                wentAway = true
+            }
             present = event.device
         }
         wake()
