@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "McuMgrBLE", targets: ["McuMgrBLE"]),
         .executable(name: "smp", targets: ["smp"]),
         .executable(name: "smp-sim", targets: ["smp-sim"]),
+        .library(name: "McuMgrDiscovery", targets: ["McuMgrDiscovery"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -58,6 +59,7 @@ let package = Package(
             name: "smp",
             dependencies: [
                 "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrSimulator",
+                "McuMgrDiscovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -78,9 +80,20 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore"]),
         .testTarget(
             name: "HardwareTests",
-            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP"],
+            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrDiscovery"],
             path: "HardwareTests"
         ),
+        // libudev (system library) for serial device discovery.
+        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        // Finds SMP devices (udev: USB serial ports, known boards, hotplug) and resolves discovery filters.
+        .target(
+            name: "McuMgrDiscovery",
+            dependencies: [
+                "CUdev", "McuManager", "McuMgrCore", "McuMgrSerial",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "McuMgrDiscoveryTests", dependencies: ["McuMgrDiscovery", "McuManager"]),
         // Bluetooth LE through BlueZ over D-Bus: libdbus-1, a small Swift D-Bus layer, the BlueZ
         // client transport and the GATT peripheral the simulator serves through.
         .systemLibrary(

@@ -7,13 +7,16 @@ import Testing
 
 /// Tests against a real board. They run only when told which device to use:
 ///   SMP_HW_SERIAL=/dev/ttyACM0 (optionally SMP_HW_BAUD=115200)   a board on a serial port
+///   SMP_HW_SERIAL=1 (or auto, or a filter such as usb:1915:520f)  the board discovery finds
 ///   SMP_HW_UDP=192.0.2.7[:1337]                                  a board reachable over UDP
 /// and are skipped otherwise. They change nothing on the device except a scratch file under
 /// SMP_HW_FS_DIR (default /lfs) when the board has a file system.
 enum HardwareBoard {
     static let environment = ProcessInfo.processInfo.environment
 
-    static var serialPath: String? { environment["SMP_HW_SERIAL"].flatMap { $0.isEmpty ? nil : $0 } }
+    static var serialPath: String? {
+        environment["SMP_HW_SERIAL"].flatMap { $0.isEmpty ? nil : HardwareDiscovery.serialPath(for: $0) }
+    }
     static var udpTarget: String? { environment["SMP_HW_UDP"].flatMap { $0.isEmpty ? nil : $0 } }
 
     static func transports() throws -> [any McuMgrTransport] {

@@ -6,8 +6,11 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${SMP_TEST_VENV:-$repo/.venv}"
-pins=(cbor2==6.2.1 smp==4.2.0 smpclient==7.3.0 smpmgr==0.19.1 imgtool==2.5.0 bluezoo==1.0.2 dbus-fast==5.2.0)
-apt_packages=(zlib1g-dev libudev-dev libdbus-1-dev pkg-config python3-venv dbus-daemon dbus-bin)
+pins=(cbor2==6.2.1 smp==4.2.0 smpclient==7.3.0 smpmgr==0.19.1 imgtool==2.5.0)
+apt_packages=(zlib1g-dev libudev-dev libdbus-1-dev pkg-config python3-venv)
+apt_packages+=(umockdev libumockdev-dev gir1.2-umockdev-1.0 python3-gi)  # udev discovery tests (a fake /sys and /dev)
+pins+=(bluezoo==1.0.2 dbus-fast==5.2.0)  # Bluetooth LE test rig: a BlueZ stand-in on a private bus
+apt_packages+=(dbus-daemon dbus-bin)  # Bluetooth LE test rig: the private bus
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 

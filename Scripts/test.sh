@@ -9,6 +9,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 export SMP_TEST_VENV="${SMP_TEST_VENV:-$repo/.venv}"
 export SMP_TEST_PYTHON="${SMP_TEST_PYTHON:-$SMP_TEST_VENV/bin/python}"
+export SMP_TEST_REQUIRE_UMOCKDEV=1  # setup.sh installs umockdev: the udev discovery tests must run, not skip
 
 started=$SECONDS
 step() { printf '\n== %s\n' "$*"; }

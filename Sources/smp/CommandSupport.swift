@@ -116,7 +116,7 @@ enum CommandRunner {
     static func run(_ options: GlobalOptions, _ body: (CommandContext) async throws -> Void) async throws {
         var client: McuMgrClient?
         do {
-            let uri = try DeviceResolver.uri(from: options.device)
+            let uri = try await DeviceResolver.resolvedURI(from: options.device, verbose: options.verbose)
             if options.verbose { Terminal.error("device: \(uri)") }
             var logger = Logger(label: "smp")
             logger.logLevel = options.verbose ? .debug : .warning

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import McuManager
+import McuMgrDiscovery
 import McuMgrSerial
 import McuMgrSimulator
 import McuMgrUDP
@@ -62,5 +63,31 @@ enum DeviceResolver {
                 "unknown option \"\(option.key)\" in \(uri); \(uri.scheme.rawValue) devices take: \(allowed.sorted().joined(separator: ", "))"
             )
         }
+    }
+}
+
+// MARK: - Discovery filters (auto, usb:...)
+
+extension DeviceResolver {
+    /// The --device option (or $SMP_DEVICE) as a URI; discovery filters (`auto`, `usb:1915:520f`,
+    /// `usb:serial=...`) are resolved to the serial port they select, keeping serial options such as `baud=`.
+    static func resolvedURI(from option: String?, verbose: Bool) async throws -> McuMgrDeviceURI {
+        let text = option ?? ProcessInfo.processInfo.environment["SMP_DEVICE"]
+        guard let text, SerialDeviceFilter.isFilter(text) else { return try uri(from: option) }
+        let filter = try SerialDeviceFilter(parsing: text)
+        // Check the serial options before opening any port (a bad option would make every probe fail).
+        _ = try transport(
+            for: McuMgrDeviceURI(scheme: .serial, target: "PORT", options: filter.transportOptions), logger: Logger(label: "smp"))
+        let logger = DiscoveryOptions.logger(verbose: verbose)
+        let discovery = try DiscoveryOptions.discovery(logger: logger)
+        let selector = SerialDeviceSelector(
+            discovery: discovery, prober: DiscoveryOptions.prober(transportOptions: filter.transportOptions, logger: logger))
+        let selection = try await selector.select(filter)
+        _ = try McuMgrDeviceURI(parsing: selection.uri.description)  // options stay valid URI syntax
+        DiscoveryOptions.resolved.set(selection)
+        if verbose {
+            Terminal.error("device: \(filter) -> \(selection.uri) (\(selection.device.summary); \(selection.reason))")
+        }
+        return selection.uri
     }
 }

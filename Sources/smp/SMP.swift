@@ -12,6 +12,9 @@ struct SMP: AsyncParsableCommand {
             flow=rtscts); udp:HOST[:PORT] or udp:[IPv6][:PORT] (default port 1337); sim: (a built-in \
             simulated device). $SMP_DEVICE sets the default device.
 
+            Discovery (see `smp devices`): auto (the one SMP device present), usb:VID[:PID], \
+            usb:serial=SN, usb:VID:PID?serial=SN&interface=N (add &baud=N, &wait=SECONDS).
+
             Exit codes: 0 success, 1 the device answered with an error, 64 usage error, 66 local file \
             error, 69 transport failure, 75 timeout, 76 protocol error, 130 interrupted.
             """,
@@ -20,6 +23,7 @@ struct SMP: AsyncParsableCommand {
             OSCommand.self, ImageCommand.self, StatCommand.self, SettingsCommand.self, FSCommand.self,
             ShellCommand.self, EnumCommand.self, BasicCommand.self, LogCommand.self, CrashCommand.self,
             RunCommand.self,
+            DevicesCommand.self,
         ]
     )
 }

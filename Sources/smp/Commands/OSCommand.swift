@@ -102,7 +102,9 @@ struct OSCommand: AsyncParsableCommand {
         @Option(help: "Boot mode after reset (0 normal, 1 bootloader / firmware loader).") var bootMode: Int?
 
         func run(context: CommandContext) async throws {
+            let follower = await ResetFollowing.prepare(context)
             try await context.run(ResetRequest(force: force, bootMode: bootMode)) { _ in "reset requested" }
+            await ResetFollowing.finish(follower, context)
         }
     }
 
