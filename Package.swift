@@ -60,6 +60,7 @@ let package = Package(
             dependencies: [
                 "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrSimulator",
                 "McuMgrDiscovery",
+                "McuMgrBLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -68,6 +69,7 @@ let package = Package(
             name: "smp-sim",
             dependencies: [
                 "McuMgrSimulator", "McuMgrCore",
+                "McuMgrBLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -77,10 +79,10 @@ let package = Package(
         .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore", "TestSupport"]),
         .testTarget(
             name: "HardwareTests",
-            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrDiscovery"],
+            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrDiscovery", "McuMgrBLE"],
             path: "HardwareTests"
         ),
         // libudev (system library) for serial device discovery.

@@ -179,36 +179,55 @@ public final class DBusConnection: @unchecked Sendable {
     /// - Throws: `DBusError`: the peer's error reply, `NoReply` after `timeout`, `Disconnected` when
     ///   the connection ends first, `InvalidArgs` for arguments libdbus would refuse.
     public func call(_ message: DBusMessage, timeout: Duration = .seconds(25)) async throws -> DBusMessage {
-        precondition(message.kind == .methodCall, "call(_:) sends method calls")
-        if message.body.contains(where: { $0.containsFileDescriptor }), !canPassFileDescriptors {
-            throw DBusError(name: DBusError.notSupported, message: "this bus connection cannot pass file descriptors")
-        }
-        let raw = RawMessage(pointer: try DBusMarshal.makeRaw(message))
-        let description = "\(message.interface ?? "").\(message.member ?? "") on \(message.path?.rawValue ?? "?")"
         let result: Result<DBusMessage, DBusError> = await withCheckedContinuation { continuation in
-            let deadline = clock.now.advanced(by: timeout)
-            let accepted = enqueue { [self] in
-                var serial: UInt32 = 0
-                let sent = dbus_connection_send(self.raw, raw.pointer, &serial) != 0
-                dbus_message_unref(raw.pointer)
-                guard sent else {
-                    continuation.resume(returning: .failure(DBusError(name: DBusError.failed, message: "libdbus could not queue \(description)")))
-                    return
-                }
-                self.pending[serial] = PendingCall(deadline: deadline, description: description) {
-                    continuation.resume(returning: $0)
-                }
-            }
-            if !accepted {
-                dbus_message_unref(raw.pointer)
-                continuation.resume(returning: .failure(self.closedError))
-            }
+            call(message, timeout: timeout) { continuation.resume(returning: $0) }
         }
         let reply = try result.get()
         if reply.kind == .error {
             throw DBusError(name: reply.errorName ?? DBusError.failed, message: reply.body.first?.string ?? "")
         }
         return reply
+    }
+
+    /// Sends a method call now (calls made one after another from one thread reach the bus in that
+    /// order) and hands its reply or error to `completion` on the I/O thread. An error reply arrives as
+    /// a message of kind `.error`; local failures (invalid arguments, timeout, closed connection) as
+    /// `.failure`.
+    public func call(
+        _ message: DBusMessage, timeout: Duration = .seconds(25),
+        completion: @escaping @Sendable (Result<DBusMessage, DBusError>) -> Void
+    ) {
+        precondition(message.kind == .methodCall, "call(_:) sends method calls")
+        if message.body.contains(where: { $0.containsFileDescriptor }), !canPassFileDescriptors {
+            completion(.failure(DBusError(name: DBusError.notSupported, message: "this bus connection cannot pass file descriptors")))
+            return
+        }
+        let raw: RawMessage
+        do {
+            raw = RawMessage(pointer: try DBusMarshal.makeRaw(message))
+        } catch let error as DBusError {
+            completion(.failure(error))
+            return
+        } catch {
+            completion(.failure(DBusError(name: DBusError.failed, message: "\(error)")))
+            return
+        }
+        let description = "\(message.interface ?? "").\(message.member ?? "") on \(message.path?.rawValue ?? "?")"
+        let deadline = clock.now.advanced(by: timeout)
+        let accepted = enqueue { [self] in
+            var serial: UInt32 = 0
+            let sent = dbus_connection_send(self.raw, raw.pointer, &serial) != 0
+            dbus_message_unref(raw.pointer)
+            guard sent else {
+                completion(.failure(DBusError(name: DBusError.failed, message: "libdbus could not queue \(description)")))
+                return
+            }
+            self.pending[serial] = PendingCall(deadline: deadline, description: description, complete: completion)
+        }
+        if !accepted {
+            dbus_message_unref(raw.pointer)
+            completion(.failure(closedError))
+        }
     }
 
     /// Calls `interface.member` on `path` of `destination` and returns the reply's arguments.

@@ -77,10 +77,24 @@ struct SMPSim: AsyncParsableCommand {
     @Flag(help: "A reset removes the pty (and its --pty-link) while the device reboots and creates a fresh one after, like USB CDC re-enumeration.")
     var resetVanish = false
 
+    @Option(help: ArgumentHelp("Serve as a Bluetooth LE peripheral through BlueZ on this adapter (e.g. hci1): SMP GATT service, advertised with its UUID.", valueName: "adapter"))
+    var ble: String?
+
+    @Option(help: ArgumentHelp("ATT MTU of the BLE peripheral (23...517); notifications carry MTU - 3 bytes.", valueName: "mtu"))
+    var bleMtu: Int = 247
+
+    @Option(help: ArgumentHelp("The name the BLE peripheral advertises.", valueName: "name"))
+    var bleName: String = "smp-sim"
+
+    @Flag(help: "The BLE peripheral offers no AcquireWrite/AcquireNotify: writes and notifications go over D-Bus.")
+    var bleNoAcquire = false
+
     func validate() throws {
-        if ptyLink == nil, !pty, udp.isEmpty {
-            throw ValidationError("give at least one front end: --pty, --pty-link PATH or --udp HOST:PORT")
+        if ptyLink == nil, !pty, udp.isEmpty, ble == nil {
+            throw ValidationError("give at least one front end: --pty, --pty-link PATH, --udp HOST:PORT or --ble ADAPTER")
         }
+        guard (23...517).contains(bleMtu) else { throw ValidationError("--ble-mtu must be 23...517") }
+        if let ble, ble.isEmpty { throw ValidationError("--ble needs an adapter name, e.g. hci1") }
         guard ["console", "raw"].contains(framing) else { throw ValidationError("--framing must be console or raw") }
         guard (8...4096).contains(lineLength) else { throw ValidationError("--line-length must be 8...4096") }
         guard (64...65535).contains(bufSize) else { throw ValidationError("--buf-size must be 64...65535") }
@@ -135,6 +149,13 @@ struct SMPSim: AsyncParsableCommand {
             stops.append { await frontEnd.stop() }
             let shown = address.protocol == .inet6 ? "[\(address.ipAddress ?? host)]" : (address.ipAddress ?? host)
             print("udp \(shown):\(address.port ?? port)")
+        }
+        if let ble {
+            let frontEnd = BLEFrontEnd(
+                device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire)
+            let line = try await frontEnd.start()
+            stops.append { await frontEnd.stop() }
+            print(line)
         }
         fflush(nil)
         await Signals.wait(for: [SIGINT, SIGTERM])

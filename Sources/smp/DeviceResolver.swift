@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import McuManager
+import McuMgrBLE
 import McuMgrDiscovery
 import McuMgrSerial
 import McuMgrSimulator
@@ -50,9 +51,7 @@ enum DeviceResolver {
         case .sim:
             return try SimulatorURI.transport(for: uri)
         case .ble:
-            throw McuMgrError(
-                .usage,
-                "Bluetooth LE devices are not supported by this build yet; use a serial or UDP device, or sim:")
+            return try McuMgrBleTransport(uri: uri, logger: logger)
         }
     }
 

@@ -1,0 +1,159 @@
+import McuMgrDBus
+
+/// BlueZ's D-Bus names.
+public enum BlueZ {
+    public static let service = "org.bluez"
+    public static let adapterInterface = "org.bluez.Adapter1"
+    public static let deviceInterface = "org.bluez.Device1"
+    public static let gattServiceInterface = "org.bluez.GattService1"
+    public static let gattCharacteristicInterface = "org.bluez.GattCharacteristic1"
+    public static let gattManagerInterface = "org.bluez.GattManager1"
+    public static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
+    public static let advertisementInterface = "org.bluez.LEAdvertisement1"
+}
+
+/// An adapter (`/org/bluez/hci0`).
+public struct BlueZAdapterInfo: Sendable, Hashable {
+    public var path: DBusObjectPath
+    /// `hci0`.
+    public var name: String
+    public var address: String?
+    public var powered: Bool
+    public var alias: String?
+
+    init(path: DBusObjectPath, properties: [String: DBusValue]) {
+        self.path = path
+        self.name = path.rawValue.split(separator: "/").last.map(String.init) ?? path.rawValue
+        self.address = properties["Address"]?.string
+        self.powered = properties["Powered"]?.bool ?? false
+        self.alias = properties["Alias"]?.string
+    }
+
+    /// `hci0 (00:00:5E:00:53:00)`.
+    public var label: String { address.map { "\(name) (\($0))" } ?? name }
+}
+
+/// A remote device as an adapter sees it (`/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`).
+public struct BlueZDeviceInfo: Sendable, Hashable {
+    public var path: DBusObjectPath
+    public var adapterPath: DBusObjectPath
+    public var address: BluetoothAddress?
+    /// The advertised or GATT name, when known.
+    public var name: String?
+    /// BlueZ's alias (the name, or the address when there is none).
+    public var alias: String?
+    /// Signal strength in dBm; BlueZ reports it only while discovering.
+    public var rssi: Int?
+    /// Advertised service UUIDs (lower case).
+    public var uuids: [String]
+    public var connected: Bool
+    public var servicesResolved: Bool
+    public var paired: Bool
+
+    init(path: DBusObjectPath, properties: [String: DBusValue]) {
+        self.path = path
+        self.adapterPath = properties["Adapter"]?.objectPath ?? path.parent
+        self.address = properties["Address"]?.string.flatMap(BluetoothAddress.init)
+        self.name = properties["Name"]?.string
+        self.alias = properties["Alias"]?.string
+        self.rssi = properties["RSSI"]?.int
+        self.uuids = (properties["UUIDs"]?.strings ?? []).map { $0.lowercased() }
+        self.connected = properties["Connected"]?.bool ?? false
+        self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
+        self.paired = properties["Paired"]?.bool ?? false
+    }
+
+    /// Applies a PropertiesChanged of Device1.
+    mutating func update(_ changed: [String: DBusValue], invalidated: [String] = []) {
+        var merged: [String: DBusValue] = [:]
+        if let address { merged["Address"] = .string(address.rawValue) }
+        if let name { merged["Name"] = .string(name) }
+        if let alias { merged["Alias"] = .string(alias) }
+        if let rssi { merged["RSSI"] = .int16(Int16(clamping: rssi)) }
+        merged["UUIDs"] = .strings(uuids)
+        merged["Connected"] = .boolean(connected)
+        merged["ServicesResolved"] = .boolean(servicesResolved)
+        merged["Paired"] = .boolean(paired)
+        merged["Adapter"] = .objectPath(adapterPath)
+        for key in invalidated { merged[key] = nil }
+        merged.merge(changed) { _, new in new }
+        self = BlueZDeviceInfo(path: path, properties: merged)
+    }
+
+    /// Whether the device advertises the SMP service.
+    public var advertisesSMP: Bool { uuids.contains { SMPGattUUID.matches($0, SMPGattUUID.service) } }
+
+    /// The name to show: the name, else the alias when it is not just the address, else nil.
+    public var displayName: String? {
+        if let name, !name.isEmpty { return name }
+        if let alias, !alias.isEmpty, BluetoothAddress(alias) == nil { return alias }
+        return nil
+    }
+
+    /// `NAME (AA:BB:CC:DD:EE:FF, -60 dBm)` for messages.
+    public var label: String {
+        var details = [address?.rawValue ?? path.rawValue]
+        if let rssi { details.append("\(rssi) dBm") }
+        return (displayName.map { "\"\($0)\" " } ?? "") + "(" + details.joined(separator: ", ") + ")"
+    }
+}
+
+/// A GATT characteristic of a connected device.
+public struct BlueZCharacteristicInfo: Sendable, Hashable {
+    public var path: DBusObjectPath
+    public var uuid: String
+    public var servicePath: DBusObjectPath?
+    public var flags: [String]
+    /// The ATT MTU BlueZ reports for the characteristic (BlueZ 5.62+), when it does.
+    public var mtu: Int?
+
+    init(path: DBusObjectPath, properties: [String: DBusValue]) {
+        self.path = path
+        self.uuid = properties["UUID"]?.string?.lowercased() ?? ""
+        self.servicePath = properties["Service"]?.objectPath
+        self.flags = properties["Flags"]?.strings ?? []
+        self.mtu = properties["MTU"]?.int
+    }
+}
+
+/// A snapshot of BlueZ's objects (`GetManagedObjects`).
+public struct BlueZObjects: Sendable {
+    public var managed: DBusManagedObjects
+
+    public init(_ managed: DBusManagedObjects) {
+        self.managed = managed
+    }
+
+    public var adapters: [BlueZAdapterInfo] {
+        managed.objects(with: BlueZ.adapterInterface).map { BlueZAdapterInfo(path: $0.path, properties: $0.properties) }
+    }
+
+    /// The devices an adapter knows, sorted by path.
+    public func devices(on adapter: DBusObjectPath) -> [BlueZDeviceInfo] {
+        managed.objects(with: BlueZ.deviceInterface)
+            .map { BlueZDeviceInfo(path: $0.path, properties: $0.properties) }
+            .filter { $0.adapterPath == adapter || $0.path.parent == adapter }
+    }
+
+    /// The SMP characteristics below a device, in the SMP service. Stale copies may survive a
+    /// reconnection in some stacks, so there can be several; the most recently created (highest handle,
+    /// so the last path) comes first.
+    public func smpCharacteristics(of device: DBusObjectPath) -> [BlueZCharacteristicInfo] {
+        let services = Set(
+            managed.objects(with: BlueZ.gattServiceInterface)
+                .filter { $0.path.isDescendant(of: device) && SMPGattUUID.matches($0.properties["UUID"]?.string ?? "", SMPGattUUID.service) }
+                .map(\.path))
+        return managed.objects(with: BlueZ.gattCharacteristicInterface)
+            .filter { $0.path.isDescendant(of: device) }
+            .map { BlueZCharacteristicInfo(path: $0.path, properties: $0.properties) }
+            .filter { SMPGattUUID.matches($0.uuid, SMPGattUUID.characteristic) && ($0.servicePath.map(services.contains) ?? true) }
+            .sorted { $0.path > $1.path }
+    }
+
+    /// The UUIDs of the GATT services found on a device.
+    public func serviceUUIDs(of device: DBusObjectPath) -> [String] {
+        managed.objects(with: BlueZ.gattServiceInterface)
+            .filter { $0.path.isDescendant(of: device) }
+            .compactMap { $0.properties["UUID"]?.string?.lowercased() }
+    }
+}

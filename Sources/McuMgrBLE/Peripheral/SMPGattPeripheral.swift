@@ -1,0 +1,409 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Logging
+import McuManager
+import McuMgrCore
+import McuMgrDBus
+
+/// An SMP server as a BLE peripheral through BlueZ: registers a GATT application (its own
+/// ObjectManager, the SMP service and characteristic with write-without-response and notify) and an
+/// LE advertisement with the SMP service UUID and a name on one adapter, reassembles the requests
+/// written to the characteristic, and notifies the answers in ATT-payload-sized pieces.
+///
+/// Writes arrive as `WriteValue` calls or, when BlueZ acquires them, on a socket; answers leave on the
+/// socket BlueZ acquired for notifications, else as PropertiesChanged signals of `Value` while a
+/// central has notifications on. `suspend()` drops every connection and stops advertising (a device
+/// reset); `resume()` advertises again.
+public final class SMPGattPeripheral: @unchecked Sendable {
+    /// Peripheral settings.
+    public struct Configuration: Sendable {
+        /// The adapter to serve on (`hci1`).
+        public var adapter: String
+        /// The advertised name.
+        public var localName: String
+        /// The ATT MTU to report and to split notifications by (payload = MTU − 3).
+        public var attMTU: Int
+        /// Offer AcquireWrite / AcquireNotify (BlueZ then passes writes and notifications through
+        /// sockets); otherwise everything goes through D-Bus calls and signals.
+        public var acquire: Bool
+        /// The D-Bus address of the bus BlueZ is on; nil = the system bus.
+        public var busAddress: String?
+        /// Where the application's objects live.
+        public var applicationPath: DBusObjectPath
+
+        public init(
+            adapter: String, localName: String = "smp-sim", attMTU: Int = 247, acquire: Bool = true,
+            busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral"
+        ) {
+            self.adapter = adapter
+            self.localName = localName
+            self.attMTU = attMTU
+            self.acquire = acquire
+            self.busAddress = busAddress
+            self.applicationPath = applicationPath
+        }
+    }
+
+    /// Answers one whole SMP request with zero or more whole response packets.
+    public typealias RequestHandler = @Sendable ([UInt8]) -> [[UInt8]]
+
+    public let configuration: Configuration
+    private let handler: RequestHandler
+    private let logger: Logger
+    private let lock = NSLock()
+    private var client: BlueZClient?
+    private var adapterInfo: BlueZAdapterInfo?
+    private var characteristic: SMPCharacteristicObject?
+    private var advertising = false
+
+    public init(
+        configuration: Configuration,
+        logger: Logger = Logger(label: "mcumgr.ble.peripheral", factory: { _ in SwiftLogNoOpLogHandler() }),
+        handler: @escaping RequestHandler
+    ) {
+        precondition((23...517).contains(configuration.attMTU), "the ATT MTU is 23...517")
+        self.configuration = configuration
+        self.logger = logger
+        self.handler = handler
+    }
+
+    private var servicePath: DBusObjectPath { configuration.applicationPath.appending("service0") }
+    private var characteristicPath: DBusObjectPath { servicePath.appending("char0") }
+    private var advertisementPath: DBusObjectPath { configuration.applicationPath.appending("advertisement0") }
+
+    /// Registers the application and the advertisement.
+    /// - Returns: the adapter served on (its address is the peripheral's).
+    /// - Throws: `McuMgrError` of kind `.transport` (no BlueZ, no such adapter, adapter off, refused).
+    @discardableResult
+    public func start() async throws -> BlueZAdapterInfo {
+        let client = try await BlueZClient.connect(busAddress: configuration.busAddress)
+        do {
+            let objects = try await client.objects()
+            let adapter = try client.adapter(named: configuration.adapter, in: objects)
+            let interfaces = objects.managed.objects[adapter.path] ?? [:]
+            guard interfaces[BlueZ.gattManagerInterface] != nil, interfaces[BlueZ.advertisingManagerInterface] != nil else {
+                throw McuMgrError(
+                    .transport,
+                    "adapter \(adapter.label) offers no GATT server or LE advertising (GattManager1 / LEAdvertisingManager1); it needs BlueZ 5.50 or newer and an LE-capable controller"
+                )
+            }
+            let connection = client.connection
+            let characteristic = SMPCharacteristicObject(
+                connection: connection, path: characteristicPath, servicePath: servicePath,
+                attMTU: configuration.attMTU, acquire: configuration.acquire, logger: logger, handler: handler)
+            try connection.exportObjectManager(at: configuration.applicationPath)
+            try connection.export(SMPServiceObject(), at: servicePath)
+            try connection.export(characteristic, at: characteristicPath)
+            try connection.export(
+                AdvertisementObject(localName: configuration.localName), at: advertisementPath)
+            do {
+                _ = try await connection.call(
+                    destination: BlueZ.service, path: adapter.path, interface: BlueZ.gattManagerInterface,
+                    member: "RegisterApplication", [.objectPath(configuration.applicationPath), .properties([:])])
+            } catch let error as DBusError {
+                throw BlueZClient.map(error, "registering the SMP GATT application on \(adapter.label)")
+            }
+            lock.withLock {
+                self.client = client
+                self.adapterInfo = adapter
+                self.characteristic = characteristic
+            }
+            try await advertise()
+            return adapter
+        } catch {
+            client.connection.close()
+            throw error
+        }
+    }
+
+    /// Unregisters everything and closes the bus connection.
+    public func stop() async {
+        let (client, characteristic, adapter) = lock.withLock {
+            defer {
+                self.client = nil
+                self.characteristic = nil
+            }
+            return (self.client, self.characteristic, self.adapterInfo)
+        }
+        guard let client, let adapter else { return }
+        characteristic?.dropConnections()
+        _ = try? await client.connection.call(
+            destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
+            member: "UnregisterAdvertisement", [.objectPath(advertisementPath)], timeout: .seconds(3))
+        _ = try? await client.connection.call(
+            destination: BlueZ.service, path: adapter.path, interface: BlueZ.gattManagerInterface,
+            member: "UnregisterApplication", [.objectPath(configuration.applicationPath)], timeout: .seconds(3))
+        client.connection.close()
+    }
+
+    /// Models a reset: stops advertising, closes the sockets BlueZ acquired and disconnects every
+    /// central connected on the adapter.
+    public func suspend() async {
+        let (client, characteristic, adapter, wasAdvertising) = lock.withLock {
+            defer { advertising = false }
+            return (self.client, self.characteristic, self.adapterInfo, advertising)
+        }
+        guard let client, let adapter else { return }
+        if wasAdvertising {
+            _ = try? await client.connection.call(
+                destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
+                member: "UnregisterAdvertisement", [.objectPath(advertisementPath)], timeout: .seconds(3))
+        }
+        characteristic?.dropConnections()
+        if let objects = try? await client.objects() {
+            for central in objects.devices(on: adapter.path) where central.connected {
+                await client.disconnect(central.path)
+            }
+        }
+    }
+
+    /// Advertises again after `suspend()`.
+    public func resume() async throws {
+        try await advertise()
+    }
+
+    private func advertise() async throws {
+        let (client, adapter, already) = lock.withLock { (self.client, self.adapterInfo, advertising) }
+        guard let client, let adapter, !already else { return }
+        do {
+            _ = try await client.connection.call(
+                destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
+                member: "RegisterAdvertisement", [.objectPath(advertisementPath), .properties([:])])
+        } catch let error as DBusError {
+            throw BlueZClient.map(error, "registering the SMP advertisement on \(adapter.label)")
+        }
+        lock.withLock { advertising = true }
+    }
+}
+
+/// The SMP GATT service object.
+final class SMPServiceObject: DBusExportedObject {
+    var interfaceProperties: [String: [String: DBusValue]] {
+        [
+            BlueZ.gattServiceInterface: [
+                "UUID": .string(SMPGattUUID.service), "Primary": .boolean(true), "Includes": .objectPaths([]),
+            ]
+        ]
+    }
+
+    func handle(_ call: DBusMethodCall) throws -> [DBusValue] { throw DBusError.unknownMethod(call) }
+}
+
+/// The LE advertisement: connectable, discoverable, the SMP service UUID and a name.
+final class AdvertisementObject: DBusExportedObject {
+    let localName: String
+
+    init(localName: String) {
+        self.localName = localName
+    }
+
+    var interfaceProperties: [String: [String: DBusValue]] {
+        [
+            BlueZ.advertisementInterface: [
+                "Type": .string("peripheral"), "ServiceUUIDs": .strings([SMPGattUUID.service]),
+                "LocalName": .string(localName), "Discoverable": .boolean(true), "Includes": .strings(["tx-power"]),
+            ]
+        ]
+    }
+
+    func handle(_ call: DBusMethodCall) throws -> [DBusValue] {
+        guard call.member == "Release" else { throw DBusError.unknownMethod(call) }
+        return []
+    }
+}
+
+/// The SMP characteristic: reassembles writes, answers through the handler, notifies the answers.
+final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
+    private let connection: DBusConnection
+    private let path: DBusObjectPath
+    private let servicePath: DBusObjectPath
+    private let attMTU: Int
+    private let acquire: Bool
+    private let logger: Logger
+    private let handler: SMPGattPeripheral.RequestHandler
+
+    private let lock = NSLock()
+    private var value: [UInt8] = []
+    private var notifying = false
+    /// Reassembly per central for WriteValue (keyed by the `device` option).
+    private var writeCodecs: [String: BLEFramingCodec] = [:]
+    private var writeSockets: [PacketSocketLink] = []
+    private var notifySocket: PacketSocketLink?
+
+    init(
+        connection: DBusConnection, path: DBusObjectPath, servicePath: DBusObjectPath, attMTU: Int, acquire: Bool,
+        logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
+    ) {
+        self.connection = connection
+        self.path = path
+        self.servicePath = servicePath
+        self.attMTU = attMTU
+        self.acquire = acquire
+        self.logger = logger
+        self.handler = handler
+    }
+
+    var interfaceProperties: [String: [String: DBusValue]] {
+        lock.lock()
+        defer { lock.unlock() }
+        var properties: [String: DBusValue] = [
+            "UUID": .string(SMPGattUUID.characteristic), "Service": .objectPath(servicePath),
+            "Flags": .strings(["write-without-response", "notify"]), "Value": .bytes(value),
+            "Notifying": .boolean(notifying || notifySocket != nil), "MTU": .uint16(UInt16(attMTU)),
+        ]
+        if acquire {
+            properties["WriteAcquired"] = .boolean(!writeSockets.isEmpty)
+            properties["NotifyAcquired"] = .boolean(notifySocket != nil)
+        }
+        return [BlueZ.gattCharacteristicInterface: properties]
+    }
+
+    private var payloadSize: Int { attMTU - 3 }
+
+    func handle(_ call: DBusMethodCall) throws -> [DBusValue] {
+        switch call.member {
+        case "WriteValue":
+            try call.expectSignature("aya{sv}")
+            let bytes = call.arguments[0].bytes ?? []
+            let options = call.arguments[1].stringKeyedDictionary ?? [:]
+            let central = options["device"]?.string ?? call.sender
+            let events = lock.withLock { () -> [SMPFramingEvent] in
+                var codec = writeCodecs[central] ?? BLEFramingCodec(maximumWriteLength: payloadSize)
+                let events = codec.decode(bytes)
+                writeCodecs[central] = codec
+                return events
+            }
+            process(events)
+            return []
+        case "ReadValue":
+            return [.bytes(lock.withLock { value })]
+        case "StartNotify":
+            let changed = lock.withLock { () -> Bool in
+                defer { notifying = true }
+                return !notifying
+            }
+            if changed { try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: ["Notifying": .boolean(true)]) }
+            return []
+        case "StopNotify":
+            lock.withLock { notifying = false }
+            try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: ["Notifying": .boolean(false)])
+            return []
+        case "Confirm":
+            // BlueZ confirms indications; notifications need nothing.
+            return []
+        case "AcquireWrite" where acquire:
+            let (ours, theirs) = try socketPair()
+            let codec = LockedCodec(BLEFramingCodec(maximumWriteLength: payloadSize))
+            let socket: PacketSocketLink
+            do {
+                socket = try PacketSocketLink(
+                    readFD: ours, writeFD: nil, receiveSize: 65536,
+                    onPacket: { [weak self] bytes in
+                        let events = codec.decode(bytes)
+                        self?.process(events)
+                    },
+                    onClose: { [weak self] _ in self?.socketClosed() })
+            } catch {
+                close(ours)
+                close(theirs)
+                throw DBusError(name: "org.bluez.Error.Failed", message: "\(error)")
+            }
+            lock.withLock { writeSockets.append(socket) }
+            return [.unixFD(DBusUnixFD(owning: theirs)), .uint16(UInt16(attMTU))]
+        case "AcquireNotify" where acquire:
+            let (ours, theirs) = try socketPair()
+            let socket: PacketSocketLink
+            do {
+                socket = try PacketSocketLink(
+                    readFD: nil, writeFD: ours, onPacket: { _ in }, onClose: { [weak self] _ in self?.socketClosed() })
+            } catch {
+                close(ours)
+                close(theirs)
+                throw DBusError(name: "org.bluez.Error.Failed", message: "\(error)")
+            }
+            let previous = lock.withLock { () -> PacketSocketLink? in
+                defer { notifySocket = socket }
+                return notifySocket
+            }
+            previous?.close()
+            return [.unixFD(DBusUnixFD(owning: theirs)), .uint16(UInt16(attMTU))]
+        default:
+            throw DBusError.unknownMethod(call)
+        }
+    }
+
+    private func socketPair() throws -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw DBusError(name: "org.bluez.Error.Failed", message: "socketpair: \(String(cString: strerror(errno)))")
+        }
+        return (fds[0], fds[1])
+    }
+
+    /// A socket's other end went away (the central disconnected or released it).
+    private func socketClosed() {
+        lock.withLock {
+            writeSockets.removeAll { !$0.isOpen }
+            if let socket = notifySocket, !socket.isOpen { notifySocket = nil }
+        }
+    }
+
+    /// Hands whole requests to the handler and notifies the answers.
+    private func process(_ events: [SMPFramingEvent]) {
+        for event in events {
+            switch event {
+            case .packet(let request):
+                for response in handler(request) { notify(response) }
+            case .dropped(let drop):
+                logger.debug("dropped a write: \(drop)")
+            }
+        }
+    }
+
+    private func notify(_ response: [UInt8]) {
+        let units = BLEFramingCodec(maximumWriteLength: payloadSize).encode(response)
+        let (socket, signals) = lock.withLock { () -> (PacketSocketLink?, Bool) in
+            if let last = units.last { value = last }
+            return (notifySocket, notifying)
+        }
+        if let socket, socket.send(units) { return }
+        guard signals else {
+            logger.debug("no central has notifications on; dropped a \(response.count)-byte answer")
+            return
+        }
+        for unit in units {
+            try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: ["Value": .bytes(unit)])
+        }
+    }
+
+    /// Closes every acquired socket and forgets partial writes (a reset or a disconnect).
+    func dropConnections() {
+        let (writers, notifier) = lock.withLock { () -> ([PacketSocketLink], PacketSocketLink?) in
+            defer {
+                writeSockets = []
+                notifySocket = nil
+                notifying = false
+                writeCodecs = [:]
+            }
+            return (writeSockets, notifySocket)
+        }
+        for socket in writers { socket.close() }
+        notifier?.close()
+    }
+}
+
+/// A framing codec behind a lock (one per acquired write socket).
+final class LockedCodec: @unchecked Sendable {
+    private let lock = NSLock()
+    private var codec: BLEFramingCodec
+
+    init(_ codec: BLEFramingCodec) {
+        self.codec = codec
+    }
+
+    func decode(_ bytes: [UInt8]) -> [SMPFramingEvent] {
+        lock.withLock { codec.decode(bytes) }
+    }
+}
