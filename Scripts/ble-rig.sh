@@ -21,10 +21,15 @@ venv="${SMP_TEST_VENV:-$repo/.venv}"
 adapters=(00:00:5E:00:53:00 00:00:5E:00:53:01)
 
 # Descriptors inherited from the caller must not live on in the daemons: a caller that watches a
-# socket or pipe for our exit (Foundation's Process does) would wait for as long as they run.
-for fd in $(ls /proc/$$/fd 2>/dev/null); do
-    ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
-done
+# socket or pipe for this script's exit (Foundation's Process does) would wait as long as they run.
+# Called in each daemon's subshell just before it starts.
+close_inherited_fds() {
+    local fd
+    for fd in $(ls "/proc/$BASHPID/fd" 2>/dev/null); do
+        ((fd > 2)) && { eval "exec $fd>&-"; } 2>/dev/null
+    done
+    return 0
+}
 
 die() { printf 'ble-rig: %s\n' "$*" >&2; exit 1; }
 
@@ -41,9 +46,10 @@ kill_pidfile() {
     [[ -f "$file" ]] || return 0
     pid="$(cat "$file")"
     if [[ -n "$pid" ]] && alive "$pid"; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 100); do alive "$pid" || break; sleep 0.02; done
+        # SIGKILL: nothing here has state worth saving, and a caller that ignores SIGTERM (test
+        # runners may) passes that on to every daemon started from it.
         kill -KILL "$pid" 2>/dev/null || true
+        for _ in $(seq 100); do alive "$pid" || break; sleep 0.01; done
     fi
     rm -f "$file"
 }
@@ -82,8 +88,11 @@ start_rig() {
     local address="unix:path=$dir/bus"
 
     # Not `--fork`: the pid must be ours to stop. "Failed to set fd limit" on stderr is harmless.
-    dbus-daemon --session --nofork --nopidfile --address="$address" --print-address=3 \
-        3>"$dir/address" >/dev/null 2>"$dir/dbus.log" </dev/null &
+    (
+        close_inherited_fds
+        exec dbus-daemon --session --nofork --nopidfile --address="$address" --print-address=3 \
+            3>"$dir/address" >/dev/null 2>"$dir/dbus.log" </dev/null
+    ) &
     echo $! >"$dir/dbus.pid"
     for _ in $(seq 250); do
         [[ -s "$dir/address" ]] && break
@@ -93,9 +102,12 @@ start_rig() {
     [[ -s "$dir/address" ]] || { stop_rig "$dir"; die "dbus-daemon did not start within 5 s"; }
 
     if ((bluez)); then
-        DBUS_SYSTEM_BUS_ADDRESS="$address" "$venv/bin/bluezoo" -q \
-            -a "${adapters[0]}" -a "${adapters[1]}" --auto-enable --scan-interval 1 \
-            >"$dir/bluezoo.log" 2>&1 </dev/null &
+        (
+            close_inherited_fds
+            export DBUS_SYSTEM_BUS_ADDRESS="$address"
+            exec "$venv/bin/bluezoo" -q -a "${adapters[0]}" -a "${adapters[1]}" --auto-enable --scan-interval 1 \
+                >"$dir/bluezoo.log" 2>&1 </dev/null
+        ) &
         echo $! >"$dir/bluezoo.pid"
         local ready=0
         for _ in $(seq 300); do
@@ -118,6 +130,7 @@ start_rig() {
     if [[ -n "$owner" ]]; then
         # Stops the rig when its owner exits, whatever the reason.
         (
+            close_inherited_fds
             trap '' HUP
             while alive "$owner" && [[ -d "$dir" ]]; do sleep 0.5; done
             rm -f "$dir/watcher.pid"

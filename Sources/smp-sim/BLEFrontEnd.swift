@@ -12,10 +12,11 @@ final class BLEFrontEnd: Sendable {
     let peripheral: SMPGattPeripheral
     private let observer = LockedObserverToken()
 
-    init(device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool) {
+    init(device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, latency: Duration) {
         self.device = device
         self.peripheral = SMPGattPeripheral(
-            configuration: .init(adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire)
+            configuration: .init(
+                adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency)
         ) { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
             return device.responses(to: request, now: BLEFrontEnd.monotonicNow())

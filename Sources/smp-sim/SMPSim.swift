@@ -152,7 +152,8 @@ struct SMPSim: AsyncParsableCommand {
         }
         if let ble {
             let frontEnd = BLEFrontEnd(
-                device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire)
+                device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
+                latency: .milliseconds(latency))
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(line)

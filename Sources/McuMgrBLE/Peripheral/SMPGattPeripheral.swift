@@ -32,11 +32,15 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         public var busAddress: String?
         /// Where the application's objects live.
         public var applicationPath: DBusObjectPath
+        /// Delay before each answer is notified (emulates a slow device or link).
+        public var responseDelay: Duration
 
         public init(
             adapter: String, localName: String = "smp-sim", attMTU: Int = 247, acquire: Bool = true,
-            busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral"
+            busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral",
+            responseDelay: Duration = .zero
         ) {
+            self.responseDelay = responseDelay
             self.adapter = adapter
             self.localName = localName
             self.attMTU = attMTU
@@ -92,7 +96,8 @@ public final class SMPGattPeripheral: @unchecked Sendable {
             let connection = client.connection
             let characteristic = SMPCharacteristicObject(
                 connection: connection, path: characteristicPath, servicePath: servicePath,
-                attMTU: configuration.attMTU, acquire: configuration.acquire, logger: logger, handler: handler)
+                attMTU: configuration.attMTU, acquire: configuration.acquire, responseDelay: configuration.responseDelay,
+                logger: logger, handler: handler)
             try connection.exportObjectManager(at: configuration.applicationPath)
             try connection.export(SMPServiceObject(), at: servicePath)
             try connection.export(characteristic, at: characteristicPath)
@@ -146,21 +151,35 @@ public final class SMPGattPeripheral: @unchecked Sendable {
             return (self.client, self.characteristic, self.adapterInfo, advertising)
         }
         guard let client, let adapter else { return }
+        // The link goes first (as when a device's radio stops), then the advertisement.
+        characteristic?.dropConnections(suspend: true)
         if wasAdvertising {
             _ = try? await client.connection.call(
                 destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
                 member: "UnregisterAdvertisement", [.objectPath(advertisementPath)], timeout: .seconds(3))
         }
-        characteristic?.dropConnections()
         if let objects = try? await client.objects() {
             for central in objects.devices(on: adapter.path) where central.connected {
                 await client.disconnect(central.path)
+                // A BlueZ stand-in that hosts the central's adapter on the same bus (bluezoo in the
+                // tests) does not pass a peripheral's disconnect on to the central's side: end that
+                // side too, as a real link loss would. With real BlueZ the central's adapter is on
+                // another machine and there is nothing here to match.
+                guard let centralAddress = central.address,
+                    let centralAdapter = objects.adapters.first(where: { $0.address.flatMap(BluetoothAddress.init) == centralAddress }),
+                    let ourAddress = adapter.address.flatMap(BluetoothAddress.init)
+                else { continue }
+                let mirror = centralAdapter.path.appending(ourAddress.pathElement)
+                if objects.devices(on: centralAdapter.path).contains(where: { $0.path == mirror && $0.connected }) {
+                    await client.disconnect(mirror)
+                }
             }
         }
     }
 
-    /// Advertises again after `suspend()`.
+    /// Accepts connections and advertises again after `suspend()`.
     public func resume() async throws {
+        lock.withLock { characteristic }?.resume()
         try await advertise()
     }
 
@@ -221,6 +240,8 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private let servicePath: DBusObjectPath
     private let attMTU: Int
     private let acquire: Bool
+    private let responseDelay: Duration
+    private let delayQueue = DispatchQueue(label: "smp peripheral answers")
     private let logger: Logger
     private let handler: SMPGattPeripheral.RequestHandler
 
@@ -231,11 +252,14 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private var writeCodecs: [String: BLEFramingCodec] = [:]
     private var writeSockets: [PacketSocketLink] = []
     private var notifySocket: PacketSocketLink?
+    /// While the device "reboots", the characteristic refuses everything as if the link were down.
+    private var suspended = false
 
     init(
         connection: DBusConnection, path: DBusObjectPath, servicePath: DBusObjectPath, attMTU: Int, acquire: Bool,
-        logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
+        responseDelay: Duration, logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
     ) {
+        self.responseDelay = responseDelay
         self.connection = connection
         self.path = path
         self.servicePath = servicePath
@@ -263,6 +287,9 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private var payloadSize: Int { attMTU - 3 }
 
     func handle(_ call: DBusMethodCall) throws -> [DBusValue] {
+        if lock.withLock({ suspended }), ["WriteValue", "StartNotify", "AcquireWrite", "AcquireNotify"].contains(call.member) {
+            throw DBusError(name: "org.bluez.Error.NotConnected", message: "the device is not connected (it is rebooting)")
+        }
         switch call.member {
         case "WriteValue":
             try call.expectSignature("aya{sv}")
@@ -355,7 +382,15 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
         for event in events {
             switch event {
             case .packet(let request):
-                for response in handler(request) { notify(response) }
+                let responses = handler(request)
+                if responseDelay > .zero {
+                    let nanoseconds = Int(clamping: responseDelay.components.seconds * 1_000_000_000 + responseDelay.components.attoseconds / 1_000_000_000)
+                    delayQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                        for response in responses { self?.notify(response) }
+                    }
+                } else {
+                    for response in responses { notify(response) }
+                }
             case .dropped(let drop):
                 logger.debug("dropped a write: \(drop)")
             }
@@ -378,19 +413,34 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
         }
     }
 
-    /// Closes every acquired socket and forgets partial writes (a reset or a disconnect).
-    func dropConnections() {
-        let (writers, notifier) = lock.withLock { () -> ([PacketSocketLink], PacketSocketLink?) in
+    /// Closes every acquired socket and forgets partial writes (a reset or a disconnect); with
+    /// `suspend`, refuses new writes and subscriptions until `resume()`.
+    func dropConnections(suspend: Bool = false) {
+        let (writers, notifier, wasNotifying) = lock.withLock { () -> ([PacketSocketLink], PacketSocketLink?, Bool) in
             defer {
+                if suspend { suspended = true }
                 writeSockets = []
                 notifySocket = nil
                 notifying = false
                 writeCodecs = [:]
             }
-            return (writeSockets, notifySocket)
+            return (writeSockets, notifySocket, notifying || notifySocket != nil)
         }
         for socket in writers { socket.close() }
         notifier?.close()
+        if wasNotifying {
+            try? connection.emitPropertiesChanged(
+                path: path, interface: BlueZ.gattCharacteristicInterface,
+                changed: ["Notifying": .boolean(false), "NotifyAcquired": .boolean(false), "WriteAcquired": .boolean(false)]
+                    .filter { acquire || $0.key == "Notifying" })
+        }
+    }
+}
+
+extension SMPCharacteristicObject {
+    /// Accepts writes and subscriptions again.
+    func resume() {
+        lock.withLock { suspended = false }
     }
 }
 

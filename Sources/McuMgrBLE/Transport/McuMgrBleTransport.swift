@@ -190,7 +190,14 @@ final class BleLink: @unchecked Sendable {
 
     /// Closes the link on request; `.closed(nil)` follows.
     func shutdown(disconnect: Bool) async {
+        let usedStartNotify = lock.withLock { notifier == nil }
         guard end() else { return }
+        if usedStartNotify {
+            // Tell the device we no longer listen (BlueZ would also notice this connection closing).
+            _ = try? await client.connection.call(
+                destination: BlueZ.service, path: characteristic.path, interface: BlueZ.gattCharacteristicInterface,
+                member: "StopNotify", timeout: .seconds(3))
+        }
         if disconnect && weConnected {
             await client.disconnect(device.path)
         }
@@ -343,8 +350,13 @@ struct BleConnector {
                 "\(device.label) has no SMP service (\(SMPGattUUID.service)); its services: \(services.isEmpty ? "none" : services.joined(separator: ", ")). The firmware needs CONFIG_MCUMGR_TRANSPORT_BT; if it requires encryption, pair first (`bluetoothctl pair \(device.address?.rawValue ?? "ADDRESS")`)"
             )
             // A device that advertises SMP but shows no characteristic yet may still be booting.
+            if !weConnected {
+                // Someone else's connection may hold a stale view of the services: connect afresh.
+                await client.disconnect(devicePath)
+                throw Retry(error: error)
+            }
             if device.advertisesSMP { throw Retry(error: error) }
-            if weConnected { await client.disconnect(devicePath) }
+            await client.disconnect(devicePath)
             throw error
         }
         var lastError: McuMgrError?
@@ -358,6 +370,9 @@ struct BleConnector {
                 lastError = error
             }
         }
+        // A connection made by someone else (or left over) whose characteristic does not work may
+        // hold a stale view of the device's services: connect afresh on the next attempt.
+        if !weConnected { await client.disconnect(devicePath) }
         throw Retry(error: lastError ?? McuMgrError(.transport, "cannot use the SMP characteristic of \(device.label)"))
     }
 

@@ -1,0 +1,107 @@
+import Foundation
+import McuManager
+import McuMgrBLE
+import McuMgrCore
+import McuMgrDBus
+import McuMgrSimulator
+import TestSupport
+import Testing
+
+/// A simulated device served as a BLE peripheral on the rig's hci1, in this process, with the same
+/// reset behaviour as `smp-sim --ble` (silent while rebooting, link dropped at the reboot, advertising
+/// again once up).
+final class BLEHarness: @unchecked Sendable {
+    let rig: BLERig
+    let device: SimulatedDevice
+    let peripheral: SMPGattPeripheral
+    private var observer: Int?
+
+    /// - Parameter drop: requests the device ignores (to hold requests in flight).
+    init(
+        rig: BLERig, attMTU: Int = 247, acquire: Bool = true, name: String = "smp-sim",
+        drop: (@Sendable ([UInt8]) -> Bool)? = nil
+    ) {
+        self.rig = rig
+        let device = SimulatedDevice()
+        self.device = device
+        self.peripheral = SMPGattPeripheral(
+            configuration: .init(adapter: BLERig.peripheralAdapter, localName: name, attMTU: attMTU, acquire: acquire, busAddress: rig.address)
+        ) { request in
+            if let drop, drop(request) { return [] }
+            guard !device.isRebooting() else { return [] }
+            return device.responses(to: request)
+        }
+    }
+
+    func start() async throws {
+        try await peripheral.start()
+        let peripheral = self.peripheral
+        observer = device.addResetObserver { event in
+            let now = monotonicNow()
+            let down = event.rebootAt > now ? event.rebootAt - now : .zero
+            let up = event.rebootingUntil > now ? event.rebootingUntil - now : .zero
+            Task {
+                try? await Task.sleep(for: down)
+                await peripheral.suspend()
+                try? await Task.sleep(for: up - down)
+                try? await peripheral.resume()
+            }
+        }
+    }
+
+    func stop() async {
+        if let observer { device.removeResetObserver(observer) }
+        await peripheral.stop()
+    }
+
+    /// A transport to the peripheral through hci0.
+    func transport(_ options: String = "") throws -> McuMgrBleTransport {
+        var configuration = try McuMgrBleTransport.Configuration(
+            uri: McuMgrDeviceURI(parsing: "ble:\(BLERig.peripheralAddress)" + (options.isEmpty ? "" : "?\(options)")))
+        configuration.busAddress = rig.address
+        return McuMgrBleTransport(configuration: configuration)
+    }
+
+    /// Starts a rig and a peripheral, runs `body`, stops both.
+    static func with<R>(
+        attMTU: Int = 247, acquire: Bool = true, drop: (@Sendable ([UInt8]) -> Bool)? = nil,
+        _ body: (BLEHarness) async throws -> R
+    ) async throws -> R {
+        let rig = try BLERig.start()
+        defer { rig.stop() }
+        let harness = BLEHarness(rig: rig, attMTU: attMTU, acquire: acquire, drop: drop)
+        try await harness.start()
+        do {
+            let result = try await body(harness)
+            await harness.stop()
+            return result
+        } catch {
+            await harness.stop()
+            throw error
+        }
+    }
+}
+
+func monotonicNow() -> SMPInstant {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return SMPInstant(nanoseconds: UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec))
+}
+
+/// Expects `body` to fail with a `McuMgrError` of `kind` whose message contains every fragment.
+func expectMcuMgrError(
+    _ kind: McuMgrError.Kind, containing fragments: [String], sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
+    do {
+        try await body()
+        Issue.record("expected a \(kind) error", sourceLocation: sourceLocation)
+    } catch let error as McuMgrError {
+        #expect(error.kind == kind, "\(error.message)", sourceLocation: sourceLocation)
+        for fragment in fragments {
+            #expect(error.message.contains(fragment), "\"\(fragment)\" not in: \(error.message)", sourceLocation: sourceLocation)
+        }
+    } catch {
+        Issue.record("expected McuMgrError, got \(error)", sourceLocation: sourceLocation)
+    }
+}
