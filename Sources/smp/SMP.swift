@@ -24,6 +24,7 @@ struct SMP: AsyncParsableCommand {
             ShellCommand.self, EnumCommand.self, BasicCommand.self, LogCommand.self, CrashCommand.self,
             RunCommand.self,
             DevicesCommand.self,
+            BLECommand.self,
         ]
     )
 }

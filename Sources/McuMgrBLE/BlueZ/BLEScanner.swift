@@ -123,3 +123,25 @@ final class DeviceTable: @unchecked Sendable {
         return order.compactMap { devices[$0] }
     }
 }
+
+extension BLEScanner {
+    /// Scans an adapter for LE devices, by default only those that advertise the SMP service.
+    /// - Parameters:
+    ///   - adapter: `hci0`, or nil for the first powered adapter.
+    ///   - busAddress: the bus BlueZ is on; nil = the system bus.
+    /// - Returns: the adapter used and the devices seen, strongest signal first.
+    /// - Throws: `McuMgrError` (no BlueZ, no adapter, adapter off).
+    public static func discover(
+        adapter: String? = nil, timeout: Duration, onlySMP: Bool = true, busAddress: String? = nil
+    ) async throws -> (adapter: BlueZAdapterInfo, devices: [BlueZDeviceInfo]) {
+        let client = try await BlueZClient.connect(busAddress: busAddress)
+        defer { client.connection.close() }
+        let objects = try await client.objects()
+        let chosen = try client.adapter(named: adapter, in: objects)
+        let seen = try await BLEScanner(client: client, adapter: chosen)
+            .scan(serviceUUIDs: onlySMP ? [SMPGattUUID.service] : [], timeout: timeout, known: objects)
+        let devices = seen.filter { !onlySMP || $0.advertisesSMP }
+            .sorted { ($0.rssi ?? Int.min, $1.address?.rawValue ?? "") > ($1.rssi ?? Int.min, $0.address?.rawValue ?? "") }
+        return (chosen, devices)
+    }
+}

@@ -278,13 +278,29 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             "Notifying": .boolean(notifying || notifySocket != nil), "MTU": .uint16(UInt16(attMTU)),
         ]
         if acquire {
+            // For a server, BlueZ only looks at whether these exist (then it acquires sockets).
+            // NotifyAcquired stays false: a stand-in that mirrors it to centrals would otherwise take a
+            // released notify socket for a live one and never acquire a new one.
             properties["WriteAcquired"] = .boolean(!writeSockets.isEmpty)
-            properties["NotifyAcquired"] = .boolean(notifySocket != nil)
+            properties["NotifyAcquired"] = .boolean(false)
         }
         return [BlueZ.gattCharacteristicInterface: properties]
     }
 
     private var payloadSize: Int { attMTU - 3 }
+
+    /// Announces Notifying / NotifyAcquired / WriteAcquired (BlueZ and its stand-ins cache them).
+    private func emitState() {
+        let changed = lock.withLock { () -> [String: DBusValue] in
+            var changed: [String: DBusValue] = ["Notifying": .boolean(notifying || notifySocket != nil)]
+            if acquire {
+                changed["NotifyAcquired"] = .boolean(false)
+                changed["WriteAcquired"] = .boolean(!writeSockets.isEmpty)
+            }
+            return changed
+        }
+        try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: changed)
+    }
 
     func handle(_ call: DBusMethodCall) throws -> [DBusValue] {
         if lock.withLock({ suspended }), ["WriteValue", "StartNotify", "AcquireWrite", "AcquireNotify"].contains(call.member) {
@@ -311,11 +327,18 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 defer { notifying = true }
                 return !notifying
             }
-            if changed { try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: ["Notifying": .boolean(true)]) }
+            if changed { emitState() }
             return []
         case "StopNotify":
-            lock.withLock { notifying = false }
-            try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: ["Notifying": .boolean(false)])
+            let socket = lock.withLock { () -> PacketSocketLink? in
+                defer {
+                    notifying = false
+                    notifySocket = nil
+                }
+                return notifySocket
+            }
+            socket?.close()
+            emitState()
             return []
         case "Confirm":
             // BlueZ confirms indications; notifications need nothing.
@@ -338,6 +361,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 throw DBusError(name: "org.bluez.Error.Failed", message: "\(error)")
             }
             lock.withLock { writeSockets.append(socket) }
+            emitState()
             return [.unixFD(DBusUnixFD(owning: theirs)), .uint16(UInt16(attMTU))]
         case "AcquireNotify" where acquire:
             let (ours, theirs) = try socketPair()
@@ -355,6 +379,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 return notifySocket
             }
             previous?.close()
+            emitState()
             return [.unixFD(DBusUnixFD(owning: theirs)), .uint16(UInt16(attMTU))]
         default:
             throw DBusError.unknownMethod(call)
@@ -375,6 +400,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             writeSockets.removeAll { !$0.isOpen }
             if let socket = notifySocket, !socket.isOpen { notifySocket = nil }
         }
+        emitState()
     }
 
     /// Hands whole requests to the handler and notifies the answers.
@@ -428,12 +454,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
         }
         for socket in writers { socket.close() }
         notifier?.close()
-        if wasNotifying {
-            try? connection.emitPropertiesChanged(
-                path: path, interface: BlueZ.gattCharacteristicInterface,
-                changed: ["Notifying": .boolean(false), "NotifyAcquired": .boolean(false), "WriteAcquired": .boolean(false)]
-                    .filter { acquire || $0.key == "Notifying" })
-        }
+        if wasNotifying || !writers.isEmpty { emitState() }
     }
 }
 

@@ -108,6 +108,6 @@ struct ListedDevice: Sendable {
 }
 
 enum DeviceListProviders {
-    /// The providers `smp devices` asks besides udev; empty in this build.
-    static let all: [any DeviceListProvider] = []
+    /// The providers `smp devices` asks besides udev.
+    static let all: [any DeviceListProvider] = [BLEDeviceListProvider()]
 }

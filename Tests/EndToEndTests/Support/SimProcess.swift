@@ -11,18 +11,22 @@ final class SimProcess: @unchecked Sendable {
     private(set) var ptyLink: String?
     /// `HOST:PORT` of each UDP front end, in order.
     private(set) var udpEndpoints: [(host: String, port: Int)] = []
+    /// The BLE peripheral's address (`ble ADAPTER ADDRESS ...` line) when serving over BLE.
+    private(set) var bleAddress: String?
     private let stderrFile: URL
     private let lines = LockedBox([String]())
     private let linesChanged = NSCondition()
     private let stopped = LockedBox(false)
 
     /// Starts `smp-sim` and waits until it printed one ready line per front end.
-    static func start(_ arguments: [String], readyTimeout: Double = 20) async throws -> SimProcess {
+    static func start(
+        _ arguments: [String], readyTimeout: Double = 20, environment: [String: String] = [:]
+    ) async throws -> SimProcess {
         try TestEnvironment.requireBinaries()
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 do {
-                    let sim = try SimProcess(arguments: arguments)
+                    let sim = try SimProcess(arguments: arguments, environment: environment)
                     do {
                         try sim.waitUntilReady(timeout: readyTimeout)
                         continuation.resume(returning: sim)
@@ -37,11 +41,14 @@ final class SimProcess: @unchecked Sendable {
         }
     }
 
-    private init(arguments: [String]) throws {
+    private init(arguments: [String], environment: [String: String] = [:]) throws {
         self.arguments = arguments
         process = Process()
         process.executableURL = TestEnvironment.smpSim
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         stderrFile = FileManager.default.temporaryDirectory
             .appendingPathComponent("smp-sim-\(UUID().uuidString.prefix(8)).stderr")
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
@@ -83,6 +90,7 @@ final class SimProcess: @unchecked Sendable {
             switch arguments[index] {
             case "--pty", "--pty-link": count += 1
             case "--udp": count += 1
+            case "--ble": count += 1
             default: break
             }
             index += 1
@@ -102,7 +110,7 @@ final class SimProcess: @unchecked Sendable {
             if current.contains("<eof>") {
                 throw E2EError("smp-sim \(arguments.joined(separator: " ")) exited before it was ready: \(stderrText)")
             }
-            let ready = current.filter { $0.hasPrefix("pty ") || $0.hasPrefix("udp ") }
+            let ready = current.filter { $0.hasPrefix("pty ") || $0.hasPrefix("udp ") || $0.hasPrefix("ble ") }
             if ready.count >= wanted {
                 parse(ready)
                 return
@@ -121,6 +129,8 @@ final class SimProcess: @unchecked Sendable {
             if words.first == "pty", words.count >= 2 {
                 ptyPath = words[1]
                 if let link = words.firstIndex(of: "link"), link + 1 < words.count { ptyLink = words[link + 1] }
+            } else if words.first == "ble", words.count >= 3 {
+                bleAddress = words[2]
             } else if words.first == "udp", words.count >= 2, let colon = words[1].lastIndex(of: ":"),
                 let port = Int(words[1][words[1].index(after: colon)...])
             {

@@ -112,7 +112,11 @@ final class DBusConnectionTests {
 
     @Test func systemBusHonoursTheEnvironment() async throws {
         // DBUS_SYSTEM_BUS_ADDRESS is what `system()` reads; the rig's bus stands in for it.
+        let saved = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
         setenv("DBUS_SYSTEM_BUS_ADDRESS", rig.address, 1)
+        defer {
+            if let saved { setenv("DBUS_SYSTEM_BUS_ADDRESS", saved, 1) } else { unsetenv("DBUS_SYSTEM_BUS_ADDRESS") }
+        }
         #expect(DBusConnection.systemBusAddress == rig.address)
         let connection = try await DBusConnection.system()
         defer { connection.close() }

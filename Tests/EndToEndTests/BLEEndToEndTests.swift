@@ -1,0 +1,165 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `smp --device ble:...` against `smp-sim --ble hci1` through a private D-Bus with bluezoo (a fresh
+/// bus and bluezoo per test: bluezoo keeps stale device and GATT objects across connections).
+@Suite("smp over Bluetooth LE (smp-sim --ble, bluezoo)", .enabled(if: BLERig.isAvailable, BLERig.skipReason), .serialized)
+struct BLEEndToEndTests {
+    static let device = "ble:\(BLERig.peripheralAddress)"
+
+    /// A rig, `smp-sim --ble hci1 EXTRA`, and `smp` pointed at both.
+    struct Session {
+        let rig: BLERig
+        let sim: SimProcess
+        let directory: TemporaryDirectory
+
+        func smp(_ arguments: [String], device: String = BLEEndToEndTests.device, timeout: Double = 90) async throws -> ProcessResult {
+            try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", device] + arguments, timeout: timeout, environment: rig.environment)
+        }
+    }
+
+    func withBLESimulator<R>(_ extra: [String] = [], _ body: (Session) async throws -> R) async throws -> R {
+        let rig = try BLERig.start()
+        defer { rig.stop() }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let sim = try await SimProcess.start(["--ble", BLERig.peripheralAdapter] + extra, environment: rig.environment)
+        defer { sim.stop() }
+        #expect(sim.bleAddress == BLERig.peripheralAddress)
+        return try await body(Session(rig: rig, sim: sim, directory: directory))
+    }
+
+    @Test func echoAndImageList() async throws {
+        try await withBLESimulator { session in
+            let echo = try await session.smp(["os", "echo", "hello over BLE"])
+            expectSuccess(echo)
+            #expect(echo.stdout == "hello over BLE\n")
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let images = jsonObject(list)?["images"] as? [[String: Any]]
+            #expect(images?.first?["active"] as? Bool == true)
+            #expect(images?.first?["version"] as? String == "1.0.0")
+        }
+    }
+
+    struct Link: Sendable, CustomTestStringConvertible {
+        var simArguments: [String]
+        var uriOptions: String
+        var testDescription: String { (simArguments + [uriOptions]).joined(separator: " ") }
+    }
+
+    @Test(arguments: [
+        Link(simArguments: ["--ble-mtu", "247"], uriOptions: ""),
+        Link(simArguments: ["--ble-mtu", "185", "--ble-no-acquire"], uriOptions: ""),
+        Link(simArguments: ["--ble-mtu", "498"], uriOptions: "?acquire=off"),
+    ])
+    func fileUploadAndDownloadRoundTrip(_ link: Link) async throws {
+        try await withBLESimulator(link.simArguments) { session in
+            let payload = randomBytes(256 * 1024)
+            let local = session.directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            let device = BLEEndToEndTests.device + link.uriOptions
+            let upload = try await session.smp(["--json", "fs", "upload", local, "/lfs/payload.bin"], device: device)
+            expectSuccess(upload)
+            let back = session.directory.path("back.bin")
+            let download = try await session.smp(["fs", "download", "/lfs/payload.bin", back], device: device)
+            expectSuccess(download)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+        }
+    }
+
+    @Test func scanListsTheSimulatorWithNameAndRSSI() async throws {
+        try await withBLESimulator(["--ble-name", "bench board"]) { session in
+            let scan = try await ProcessRunner.run(
+                TestEnvironment.smp, ["ble", "scan", "--timeout", "2", "--json"], timeout: 30, environment: session.rig.environment)
+            expectSuccess(scan)
+            let devices = jsonObject(scan)?["devices"] as? [[String: Any]]
+            let sim = devices?.first { $0["address"] as? String == BLERig.peripheralAddress }
+            #expect(sim?["name"] as? String == "bench board")
+            #expect(sim?["rssi"] != nil && !(sim?["rssi"] is NSNull))
+            #expect(sim?["uri"] as? String == BLEEndToEndTests.device)
+            let human = try await ProcessRunner.run(
+                TestEnvironment.smp, ["ble", "scan", "--timeout", "1"], timeout: 30, environment: session.rig.environment)
+            expectSuccess(human)
+            #expect(human.stdout.contains("\(BLERig.peripheralAddress)"))
+            #expect(human.stdout.contains("bench board"))
+            // And the name works as a device.
+            let byName = try await session.smp(["os", "echo", "by name"], device: "ble:name=bench%20board")
+            expectSuccess(byName)
+            #expect(byName.stdout == "by name\n")
+        }
+    }
+
+    @Test func resetThenTheNextCommandReconnects() async throws {
+        try await withBLESimulator { session in
+            expectSuccess(try await session.smp(["os", "reset"]))
+            try await Task.sleep(for: .milliseconds(500))
+            let echo = try await session.smp(["os", "echo", "back again"])
+            expectSuccess(echo)
+            #expect(echo.stdout == "back again\n")
+        }
+    }
+
+    @Test func linkLostMidRequestFailsAtOnce() async throws {
+        // The device answers only after 5 s; it vanishes after 1.5 s.
+        try await withBLESimulator(["--latency", "5000"]) { session in
+            let started = Date()
+            async let result = session.smp(["--timeout", "30", "os", "echo", "never answered"])
+            try await Task.sleep(for: .milliseconds(1500))
+            session.sim.kill9()
+            let finished = try await result
+            expectStatus(finished, SMPExit.transport)
+            #expect(finished.stderr.contains("lost"), "\(finished)")
+            #expect(Date().timeIntervalSince(started) < 10, "the request must fail with the link, not time out")
+        }
+    }
+
+    @Test func unknownAddressListsTheDevicesSeen() async throws {
+        try await withBLESimulator { session in
+            let result = try await session.smp(["os", "echo", "x"], device: "ble:00:00:5E:00:53:99?timeout=1.5")
+            expectStatus(result, SMPExit.transport)
+            #expect(result.stderr.contains("no Bluetooth LE device 00:00:5E:00:53:99"), "\(result)")
+            #expect(result.stderr.contains("seen: \"smp-sim\" (\(BLERig.peripheralAddress)"), "\(result)")
+        }
+    }
+
+    @Test func missingAdapterAndBadURIs() async throws {
+        try await withBLESimulator { session in
+            let noAdapter = try await session.smp(["os", "echo", "x"], device: BLEEndToEndTests.device + "?adapter=hci9")
+            expectStatus(noAdapter, SMPExit.transport)
+            #expect(noAdapter.stderr.contains("no Bluetooth adapter hci9; adapters: hci0"), "\(noAdapter)")
+            let bad = try await session.smp(["os", "echo", "x"], device: "ble:12:34")
+            expectStatus(bad, SMPExit.usage)
+            #expect(bad.stderr.contains("not a Bluetooth address"), "\(bad)")
+            let badOption = try await session.smp(["os", "echo", "x"], device: BLEEndToEndTests.device + "?colour=blue")
+            expectStatus(badOption, SMPExit.usage)
+        }
+    }
+
+    @Test func withoutBlueZTheToolSaysSo() async throws {
+        try await BLERig.with(bluez: false) { rig in
+            let result = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", BLEEndToEndTests.device, "os", "echo", "x"], timeout: 30,
+                environment: rig.environment)
+            expectStatus(result, SMPExit.transport)
+            #expect(result.stderr.contains("BlueZ (org.bluez) is not on the system bus"), "\(result)")
+            let sim = try? await SimProcess.start(["--ble", "hci1"], readyTimeout: 10, environment: rig.environment)
+            #expect(sim == nil, "smp-sim --ble must fail without BlueZ")
+            sim?.stop()
+        }
+    }
+
+    @Test func simulatorRefusesAMissingAdapter() async throws {
+        try await BLERig.with { rig in
+            do {
+                let sim = try await SimProcess.start(["--ble", "hci9"], readyTimeout: 10, environment: rig.environment)
+                sim.stop()
+                Issue.record("smp-sim --ble hci9 must fail")
+            } catch {
+                #expect("\(error)".contains("no Bluetooth adapter hci9"), "\(error)")
+            }
+        }
+    }
+}
