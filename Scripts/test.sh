@@ -10,6 +10,11 @@ cd "$repo"
 export SMP_TEST_VENV="${SMP_TEST_VENV:-$repo/.venv}"
 export SMP_TEST_PYTHON="${SMP_TEST_PYTHON:-$SMP_TEST_VENV/bin/python}"
 export SMP_TEST_REQUIRE_UMOCKDEV=1  # setup.sh installs umockdev: the udev discovery tests must run, not skip
+# Bluetooth LE tests: each suite starts its own private dbus-daemon + bluezoo through ble-rig.sh (a rig
+# stops itself when the test process exits); anything still running under the root stops on exit.
+export SMP_TEST_BLE_RIG="$repo/Scripts/ble-rig.sh"
+export SMP_BLE_RIG_ROOT="$(mktemp -d -t smp-ble-rigs.XXXXXX)"
+trap 'bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"' EXIT
 
 started=$SECONDS
 step() { printf '\n== %s\n' "$*"; }
@@ -28,7 +33,7 @@ fi
 
 step "swift test"
 log="$(mktemp -t smp-test.XXXXXX)"
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"' EXIT
 swift test --skip-build "$@" 2>&1 | tee "$log"
 test_status=${PIPESTATUS[0]}
 
