@@ -21,6 +21,7 @@ struct SMPSim: AsyncParsableCommand {
               smp-sim --pty-link /tmp/tty --baud 1000000      # emulate a 1 Mbaud UART
               smp-sim --udp 127.0.0.1:1337 --bootloader-mode direct-xip-revert --swap-time 2
               smp-sim --pty-link /tmp/tty --suit --reset-vanish
+              smp-sim --ble hci1 --ble-mtu 247               # a BLE peripheral through BlueZ; then: smp --device ble:ADDRESS ...
             """)
 
     @Option(help: ArgumentHelp("Serve over a new pty and make PATH a symlink to it.", valueName: "path"))

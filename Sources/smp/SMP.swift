@@ -12,6 +12,9 @@ struct SMP: AsyncParsableCommand {
             flow=rtscts); udp:HOST[:PORT] or udp:[IPv6][:PORT] (default port 1337); sim: (a built-in \
             simulated device). $SMP_DEVICE sets the default device.
 
+            Bluetooth LE (through BlueZ): ble:AA:BB:CC:DD:EE:FF or ble:name=NAME (options adapter=hci1, \
+            timeout=S, mtu=N, reassembly=off, acquire=off); `smp ble scan` lists devices advertising SMP.
+
             Discovery (see `smp devices`): auto (the one SMP device present), usb:VID[:PID], \
             usb:serial=SN, usb:VID:PID?serial=SN&interface=N (add &baud=N, &wait=SECONDS).
 

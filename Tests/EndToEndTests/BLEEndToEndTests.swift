@@ -70,6 +70,17 @@ struct BLEEndToEndTests {
         }
     }
 
+    @Test func clientsUsingSocketsAndDBusTakeTurns() async throws {
+        // Each smp run connects afresh; the two ways to write and be notified must not disturb each other.
+        try await withBLESimulator { session in
+            for (index, options) in ["", "?acquire=off", "", "?acquire=off", "?acquire=off", ""].enumerated() {
+                let echo = try await session.smp(["--timeout", "5", "os", "echo", "turn \(index)"], device: BLEEndToEndTests.device + options)
+                expectSuccess(echo)
+                #expect(echo.stdout == "turn \(index)\n")
+            }
+        }
+    }
+
     @Test func scanListsTheSimulatorWithNameAndRSSI() async throws {
         try await withBLESimulator(["--ble-name", "bench board"]) { session in
             let scan = try await ProcessRunner.run(

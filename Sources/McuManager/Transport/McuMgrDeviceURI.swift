@@ -27,7 +27,7 @@ public struct McuMgrDeviceURI: Sendable, Hashable, CustomStringConvertible {
     /// Parses a device URI.
     /// - Throws: `McuMgrError` of kind `.usage` saying what is wrong and showing valid forms.
     public init(parsing text: String) throws {
-        let examples = "serial:/dev/ttyACM0?baud=115200, udp:192.0.2.7:1337, udp:[::1], sim:"
+        let examples = "serial:/dev/ttyACM0?baud=115200, udp:192.0.2.7:1337, udp:[::1], ble:AA:BB:CC:DD:EE:FF, sim:"
         var rest = Substring(text.trimmingCharactersInWhitespace())
         guard !rest.isEmpty else {
             throw McuMgrError(.usage, "empty device URI; use one of: \(examples)")

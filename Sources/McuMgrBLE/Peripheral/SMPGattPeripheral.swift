@@ -272,18 +272,17 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     var interfaceProperties: [String: [String: DBusValue]] {
         lock.lock()
         defer { lock.unlock() }
-        var properties: [String: DBusValue] = [
+        let properties: [String: DBusValue] = [
             "UUID": .string(SMPGattUUID.characteristic), "Service": .objectPath(servicePath),
             "Flags": .strings(["write-without-response", "notify"]), "Value": .bytes(value),
             "Notifying": .boolean(notifying || notifySocket != nil), "MTU": .uint16(UInt16(attMTU)),
         ]
-        if acquire {
-            // For a server, BlueZ only looks at whether these exist (then it acquires sockets).
-            // NotifyAcquired stays false: a stand-in that mirrors it to centrals would otherwise take a
-            // released notify socket for a live one and never acquire a new one.
-            properties["WriteAcquired"] = .boolean(!writeSockets.isEmpty)
-            properties["NotifyAcquired"] = .boolean(false)
-        }
+        // No WriteAcquired / NotifyAcquired: for a server their presence makes BlueZ move writes and
+        // notifications to sockets it acquires per connection, and a stand-in that relays those
+        // sockets (bluezoo) loses track of them across connections. Without them writes arrive as
+        // WriteValue calls and notifications leave as PropertiesChanged, in order, for every central;
+        // AcquireWrite / AcquireNotify are still answered for centrals that a stand-in lets ask
+        // directly (then the socket goes straight to the central).
         return [BlueZ.gattCharacteristicInterface: properties]
     }
 
@@ -292,12 +291,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     /// Announces Notifying / NotifyAcquired / WriteAcquired (BlueZ and its stand-ins cache them).
     private func emitState() {
         let changed = lock.withLock { () -> [String: DBusValue] in
-            var changed: [String: DBusValue] = ["Notifying": .boolean(notifying || notifySocket != nil)]
-            if acquire {
-                changed["NotifyAcquired"] = .boolean(false)
-                changed["WriteAcquired"] = .boolean(!writeSockets.isEmpty)
-            }
-            return changed
+            ["Notifying": .boolean(notifying || notifySocket != nil)]
         }
         try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: changed)
     }
