@@ -237,6 +237,20 @@ struct BleConnector {
         var error: McuMgrError
     }
 
+    /// A failure that retrying cannot fix (the device wants pairing).
+    private struct Fatal: Error {
+        var error: McuMgrError
+    }
+
+    /// Whether BlueZ refused for lack of pairing, authentication or encryption.
+    static func needsPairing(_ error: DBusError) -> Bool {
+        if ["org.bluez.Error.NotAuthorized", "org.bluez.Error.AuthenticationFailed", "org.bluez.Error.NotPaired"].contains(error.name) {
+            return true
+        }
+        let text = error.message.lowercased()
+        return text.contains("authentication") || text.contains("encryption") || text.contains("not paired")
+    }
+
     func connect(handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws -> BleLink {
         let objects = try await client.objects()
         let adapter = try client.adapter(named: configuration.adapter, in: objects)
@@ -247,6 +261,8 @@ struct BleConnector {
             attempt += 1
             do {
                 return try await attach(device: device, adapter: adapter, handler: handler)
+            } catch let fatal as Fatal {
+                throw fatal.error
             } catch let retry as Retry {
                 guard ContinuousClock.now < deadline else { throw retry.error }
                 logger.debug("BLE connect attempt \(attempt) to \(device.label): \(retry.error.message); retrying")
@@ -321,9 +337,7 @@ struct BleConnector {
                         "connecting to \(device.label) timed out after \(configuration.connectTimeout); the device may be out of range, not connectable, or connected to another central"
                     )
                 }
-                if error.name.hasPrefix("org.bluez.Error.NotAuthorized") || error.name == "org.bluez.Error.AuthenticationFailed" {
-                    throw mapped
-                }
+                if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device)) }
                 throw Retry(
                     error: McuMgrError(
                         .transport,
@@ -368,6 +382,9 @@ struct BleConnector {
                 return link
             } catch let error as McuMgrError {
                 lastError = error
+            } catch let fatal as Fatal {
+                if weConnected { await client.disconnect(devicePath) }
+                throw fatal
             }
         }
         // A connection made by someone else (or left over) whose characteristic does not work may
@@ -423,7 +440,9 @@ struct BleConnector {
                 do {
                     try await client.startNotify(characteristic: characteristic.path)
                 } catch let error as DBusError {
-                    throw BlueZClient.map(error, "subscribing to the SMP notifications of \(device.label)")
+                    let mapped = BlueZClient.map(error, "subscribing to the SMP notifications of \(device.label)")
+                    if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device)) }
+                    throw mapped
                 }
             }
             if configuration.acquire, writeType == "command" {
@@ -480,6 +499,20 @@ struct BleConnector {
             "BLE link \(name): \(device.label) characteristic \(characteristic.path), ATT MTU \(attMTU), \(route)"
         )
         return link
+    }
+}
+
+extension BleConnector {
+    /// The error for a device that wants pairing, with the command that pairs it.
+    static func pairingError(_ mapped: McuMgrError, device: BlueZDeviceInfo) -> McuMgrError {
+        if mapped.message.contains("bluetoothctl pair ADDRESS"), let address = device.address {
+            return McuMgrError(.transport, mapped.message.replacingOccurrences(of: "bluetoothctl pair ADDRESS", with: "bluetoothctl pair \(address)"))
+        }
+        guard !mapped.message.contains("bluetoothctl pair") else { return mapped }
+        return McuMgrError(
+            .transport,
+            "\(mapped.message); \(device.label) wants an authenticated or encrypted link (Zephyr 4.0+ requires one for SMP by default): pair first with `bluetoothctl pair \(device.address?.rawValue ?? "ADDRESS")`"
+        )
     }
 }
 

@@ -1,0 +1,158 @@
+import Foundation
+import McuManager
+import McuMgrBLE
+import McuMgrDBus
+import TestSupport
+import Testing
+
+/// A scripted BlueZ (org.bluez on a private bus, served with McuMgrDBus) for what bluezoo cannot
+/// show: a device that refuses connections, one that wants pairing.
+final class FakeBlueZ: @unchecked Sendable {
+    enum Behaviour {
+        /// Connect fails with this BlueZ error.
+        case refuseConnect(name: String, message: String)
+        /// Connect works; the SMP characteristic refuses notifications with this error.
+        case refuseNotify(name: String, message: String)
+    }
+
+    static let adapterPath: DBusObjectPath = "/org/bluez/hci0"
+    static let address = "00:11:22:33:44:55"
+    static var devicePath: DBusObjectPath { adapterPath.appending("dev_00_11_22_33_44_55") }
+
+    let connection: DBusConnection
+    let behaviour: Behaviour
+    let connectCalls = LockedCounterBox()
+
+    private init(connection: DBusConnection, behaviour: Behaviour) {
+        self.connection = connection
+        self.behaviour = behaviour
+    }
+
+    static func start(address busAddress: String, behaviour: Behaviour) async throws -> FakeBlueZ {
+        let connection = try await DBusConnection.connect(address: busAddress)
+        let bluez = FakeBlueZ(connection: connection, behaviour: behaviour)
+        try connection.exportObjectManager(at: .root)
+        try connection.export(
+            ScriptedObject(
+                [
+                    BlueZ.adapterInterface: [
+                        "Address": .string("00:00:5E:00:53:00"), "Powered": .boolean(true), "Alias": .string("fake"),
+                    ]
+                ]) { _ in [] },
+            at: adapterPath)
+        let device = ScriptedObject(
+            [
+                BlueZ.deviceInterface: [
+                    "Address": .string(address), "Name": .string("locked"), "Connected": .boolean(false),
+                    "ServicesResolved": .boolean(false), "UUIDs": .strings([SMPGattUUID.service]),
+                    "Adapter": .objectPath(adapterPath), "RSSI": .int16(-50),
+                ]
+            ]) { [weak bluez] call in
+                guard let bluez else { return [] }
+                return try bluez.deviceCall(call)
+            }
+        bluez.device = device
+        try connection.export(device, at: devicePath)
+        guard try await connection.requestName(BlueZ.service) else { throw DBusError(name: DBusError.failed, message: "org.bluez is taken") }
+        return bluez
+    }
+
+    private var device: ScriptedObject?
+
+    private func deviceCall(_ call: DBusMethodCall) throws -> [DBusValue] {
+        switch call.member {
+        case "Connect":
+            _ = connectCalls.increment()
+            switch behaviour {
+            case .refuseConnect(let name, let message):
+                throw DBusError(name: name, message: message)
+            case .refuseNotify(let name, let message):
+                let service = Self.devicePath.appending("service0001")
+                try connection.export(
+                    ScriptedObject([BlueZ.gattServiceInterface: ["UUID": .string(SMPGattUUID.service), "Primary": .boolean(true)]]) { _ in [] },
+                    at: service)
+                try connection.export(
+                    ScriptedObject([
+                        BlueZ.gattCharacteristicInterface: [
+                            "UUID": .string(SMPGattUUID.characteristic), "Service": .objectPath(service),
+                            "Flags": .strings(["write-without-response", "notify"]),
+                        ]
+                    ]) { call in
+                        throw DBusError(name: name, message: "\(call.member): \(message)")
+                    },
+                    at: service.appending("char0002"))
+                device?.set(BlueZ.deviceInterface, ["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+                try connection.emitPropertiesChanged(
+                    path: Self.devicePath, interface: BlueZ.deviceInterface,
+                    changed: ["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+                return []
+            }
+        case "Disconnect":
+            device?.set(BlueZ.deviceInterface, ["Connected": .boolean(false), "ServicesResolved": .boolean(false)])
+            return []
+        default:
+            throw DBusError.unknownMethod(call)
+        }
+    }
+}
+
+/// An exported object with settable properties and a scripted method handler.
+final class ScriptedObject: DBusExportedObject, @unchecked Sendable {
+    private let lock = NSLock()
+    private var properties: [String: [String: DBusValue]]
+    private let handler: @Sendable (DBusMethodCall) throws -> [DBusValue]
+
+    init(_ properties: [String: [String: DBusValue]], handler: @escaping @Sendable (DBusMethodCall) throws -> [DBusValue]) {
+        self.properties = properties
+        self.handler = handler
+    }
+
+    var interfaceProperties: [String: [String: DBusValue]] { lock.withLock { properties } }
+
+    func set(_ interface: String, _ changed: [String: DBusValue]) {
+        lock.withLock { properties[interface, default: [:]].merge(changed) { _, new in new } }
+    }
+
+    func handle(_ call: DBusMethodCall) throws -> [DBusValue] { try handler(call) }
+}
+
+final class LockedCounterBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() -> Int { lock.withLock { count += 1; return count } }
+    var value: Int { lock.withLock { count } }
+}
+
+@Suite("BLE errors against a scripted BlueZ", .enabled(if: BLERig.isAvailable, BLERig.skipReason), .serialized)
+struct FakeBlueZTests {
+    @Test func aDeviceThatRefusesConnectionsIsReportedAfterRetrying() async throws {
+        try await BLERig.with(bluez: false) { rig in
+            let bluez = try await FakeBlueZ.start(
+                address: rig.address, behaviour: .refuseConnect(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local"))
+            defer { bluez.connection.close() }
+            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=1"))
+            configuration.busAddress = rig.address
+            await expectMcuMgrError(.transport, containing: ["cannot connect to \"locked\"", "le-connection-abort-by-local", "not be connectable"]) {
+                try await McuMgrBleTransport(configuration: configuration).open { _ in }
+            }
+            // A device that just reset refuses for a while: the transport keeps trying within the timeout.
+            #expect(bluez.connectCalls.value >= 2)
+        }
+    }
+
+    @Test func aDeviceThatWantsPairingSaysHowToPairAtOnce() async throws {
+        try await BLERig.with(bluez: false) { rig in
+            let bluez = try await FakeBlueZ.start(
+                address: rig.address, behaviour: .refuseNotify(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"))
+            defer { bluez.connection.close() }
+            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=20"))
+            configuration.busAddress = rig.address
+            let started = ContinuousClock.now
+            await expectMcuMgrError(.transport, containing: ["bluetoothctl pair \(FakeBlueZ.address)"]) {
+                try await McuMgrBleTransport(configuration: configuration).open { _ in }
+            }
+            #expect(ContinuousClock.now - started < .seconds(5), "pairing errors are not retried")
+            #expect(bluez.connectCalls.value == 1)
+        }
+    }
+}
