@@ -58,6 +58,12 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
 
     public var sessionDefaults: SMPSessionConfiguration { SMPSessionConfiguration(window: 1) }
 
+    /// A new, unopened transport to the same device with the same settings: what a reconnect strategy
+    /// (e.g. after a firmware upgrade's reset) can return. Reopening this transport works as well.
+    public func recreated() -> McuMgrBleTransport {
+        McuMgrBleTransport(configuration: configuration, logger: logger)
+    }
+
     public func maximumPacketSize(deviceBufferSize: Int) -> Int {
         BLEFramingCodec.maximumPacketSize(
             maximumWriteLength: mtu, deviceBufferSize: deviceBufferSize, deviceReassembles: configuration.deviceReassembly)
@@ -109,6 +115,7 @@ final class BleLink: @unchecked Sendable {
     let characteristic: BlueZCharacteristicInfo
     let maximumWriteLength: Int
     let weConnected: Bool
+    let deviceReassembly: Bool
     private let name: String
     private let handler: @Sendable (McuMgrTransportEvent) -> Void
     private let encoder: BLEFramingCodec
@@ -124,9 +131,10 @@ final class BleLink: @unchecked Sendable {
 
     init(
         client: BlueZClient, device: BlueZDeviceInfo, characteristic: BlueZCharacteristicInfo, maximumWriteLength: Int,
-        weConnected: Bool, name: String, writeType: String, logger: Logger,
+        weConnected: Bool, deviceReassembly: Bool, name: String, writeType: String, logger: Logger,
         handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
     ) {
+        self.deviceReassembly = deviceReassembly
         self.client = client
         self.device = device
         self.characteristic = characteristic
@@ -162,6 +170,13 @@ final class BleLink: @unchecked Sendable {
     func send(_ packet: [UInt8]) throws {
         let (ended, writer) = lock.withLock { (self.ended, self.writer) }
         guard !ended else { throw McuMgrError(.transport, "the Bluetooth link to \(name) is closed") }
+        if !deviceReassembly, packet.count > maximumWriteLength {
+            // The device would take the first write as the whole request (PROTOCOL.md 5.5).
+            throw McuMgrError(
+                .usage,
+                "a \(packet.count)-byte request does not fit one \(maximumWriteLength)-byte write (ATT MTU \(maximumWriteLength + 3)) and the device does not reassemble (reassembly=off); shorten the request, or drop reassembly=off if the firmware has CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY"
+            )
+        }
         let units = encoder.encode(packet)
         if let writer {
             guard writer.send(units) else { throw McuMgrError(.transport, "the Bluetooth link to \(name) is closed") }
@@ -460,7 +475,8 @@ struct BleConnector {
         attMTU = max(23, min(attMTU, 517))
         let link = BleLink(
             client: client, device: device, characteristic: characteristic, maximumWriteLength: attMTU - 3,
-            weConnected: weConnected, name: name, writeType: writeType, logger: logger, handler: handler)
+            weConnected: weConnected, deviceReassembly: configuration.deviceReassembly, name: name, writeType: writeType,
+            logger: logger, handler: handler)
         holder.link = link
         let path = "\(device.label) \(characteristic.path)"
         let route = "writes by \(writeFD == nil ? "WriteValue" : "socket"), notifications by \(notifyFD == nil ? "signal" : "socket")"

@@ -54,6 +54,29 @@ struct BLETransportTests {
         }
     }
 
+    @Test func withoutDeviceReassemblyEveryRequestFitsOneWrite() async throws {
+        try await BLEHarness.with(attMTU: 185) { harness in
+            let transport = try harness.transport("reassembly=off")
+            let client = McuMgrClient(transport: transport)
+            let os = DefaultManager(client: client)
+            #expect(try await os.echo("short") == "short")
+            #expect(transport.maximumPacketSize(deviceBufferSize: 2048) == 182)
+            await expectMcuMgrError(.transport, containing: ["does not fit one 182-byte write", "reassembly=off"]) {
+                _ = try await os.echo(String(repeating: "y", count: 400))
+            }
+            // Uploads size their chunks to one write.
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let bytes = Data((0..<6000).map { UInt8(truncatingIfNeeded: $0 * 7) })
+            let local = directory.appendingPathComponent("up.bin")
+            try bytes.write(to: local)
+            _ = try await FileSystemManager(client: client).upload(local, to: "/lfs/small.bin")
+            #expect(harness.device.file("/lfs/small.bin") == Array(bytes))
+            await client.close()
+        }
+    }
+
     @Test func pipelinedRequestsAllGetTheirAnswers() async throws {
         try await BLEHarness.with(attMTU: 185) { harness in
             let client = McuMgrClient(transport: try harness.transport())
