@@ -26,12 +26,18 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     public let target: Target
     /// Chunk size, pipelining and timing settings.
     public let configuration: UploadConfiguration
+    /// Pause / resume from other tasks, and word of a resumed upload; nil when not needed.
+    public let control: UploadControl?
 
     /// Creates an uploader.
-    public init(client: McuMgrClient, target: Target, configuration: UploadConfiguration = .init()) {
+    public init(
+        client: McuMgrClient, target: Target, configuration: UploadConfiguration = .init(),
+        control: UploadControl? = nil
+    ) {
         self.client = client
         self.target = target
         self.configuration = configuration
+        self.control = control
     }
 
     private enum Outcome: Sendable {
@@ -96,11 +102,17 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let target = self.target
         let configuration = self.configuration
 
+        let control = self.control
         try await withThrowingTaskGroup(of: Outcome.self) { group in
             while true {
                 try Task.checkCancellation()
+                // Paused: let the chunks in flight drain, then hold until resumed.
+                if let control, control.isPaused, running == 0 {
+                    await control.waitWhilePaused()
+                    try Task.checkCancellation()
+                }
                 // Fill the window; the chunk at offset 0 goes alone.
-                while !firstChunkPending {
+                while !firstChunkPending, control?.isPaused != true {
                     let offset = planner.nextOffset
                     guard offset < total, planner.inFlight.count < depth else { break }
                     let maximum = try maximumDataLength(at: offset, total: total, messageLimit: messageLimit)
@@ -123,6 +135,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     }
                 }
                 if planner.isComplete { break }
+                if running == 0, control?.isPaused == true { continue }
                 guard running > 0, let outcome = try await group.next() else {
                     throw McuMgrError(
                         .protocolViolation,
@@ -138,6 +151,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                             resumedFrom = deviceOffset == chunk.end ? 0 : deviceOffset
                             baseline = resumedFrom ?? 0
                             baselineTime = clock.now
+                            if let resumedFrom, resumedFrom > 0 { control?.reportResumed(offset: resumedFrom, total: total) }
                         }
                     }
                     consecutiveLosses = 0
@@ -177,14 +191,22 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     /// The device's message limit and pipelining depth (from OS params; MTU and 1 when unsupported).
     private func linkLimits() async throws -> (messageLimit: Int, depth: Int) {
         let mtu = client.transport.mtu
+        if let bufferSize = configuration.deviceBufferSize, let depth = configuration.pipelineDepth {
+            let limit = bufferSize > SMPHeader.size ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
+            return (limit, max(1, depth))
+        }
         do {
             let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
             // The transport knows what the link spends of the device's buffer (serial: length + CRC).
+            let bufferSize = configuration.deviceBufferSize ?? parameters.bufferSize
             let limit =
-                parameters.bufferSize > SMPHeader.size
-                ? client.transport.maximumPacketSize(deviceBufferSize: parameters.bufferSize) : mtu
+                bufferSize > SMPHeader.size
+                ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
             return (limit, max(1, parameters.bufferCount - 1))
         } catch let error as McuMgrError where error.kind == .device {
+            if let bufferSize = configuration.deviceBufferSize, bufferSize > SMPHeader.size {
+                return (client.transport.maximumPacketSize(deviceBufferSize: bufferSize), 1)
+            }
             return (mtu, 1)
         }
     }

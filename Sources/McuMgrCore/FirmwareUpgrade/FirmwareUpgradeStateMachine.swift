@@ -430,6 +430,16 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         return actions
     }
 
+    /// Fails the upgrade for a reason the driver found (e.g. a resource the package lacks, a reset the
+    /// device refused); `message` says what to do. No device actions follow.
+    public mutating func abort(_ message: String) -> [Action] {
+        guard !isTerminal else { return [] }
+        held.removeAll()
+        isPaused = false
+        fail(message)
+        return flush()
+    }
+
     /// Cancels the upgrade: no device actions follow.
     public mutating func cancel() -> [Action] {
         guard !isTerminal else { return [] }
@@ -497,7 +507,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         for number in numbers {
             let candidates = images.filter { $0.image == number }
             let listed = slots.filter { $0.image == number }
-            let active = listed.first { $0.active }
+            let active = Self.runningSlot(in: listed)
             // Already running?
             if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
                 skipped.append(number)
@@ -551,6 +561,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                         // As ios-dm: confirm the running image so the confirmed secondary can be overwritten.
                         go(.resolvingSecondary)
                         request(.confirmImage(hash: running.hash))
+                    } else if !configuration.performReset {
+                        fail("image \(number): slot \(targetSlot) holds another image marked pending, and resets are off: "
+                            + "reset the device (`smp os reset`) or erase the slot (`smp image erase`), then run the upgrade again")
+                        return
                     } else {
                         // As ios-dm: reset so MCUboot boots the pending image, then validate again.
                         notes.append("image \(number): slot \(targetSlot) held another pending image; reset the device to clear it")
@@ -616,6 +630,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
         if flow.slots == .primary, flow.resetIntoLoaderFirst || targets.contains(where: \.needsUpload) {
             // Firmware loader / single slot: the upload went straight to the primary slot.
+            guard configuration.performReset else {
+                notes.append("not reset: the device starts the new image on its next reset")
+                succeed()
+                return
+            }
             go(.reset(.install))
             didReset = true
             request(.reset(.normal))
@@ -631,7 +650,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func afterWrites() {
-        if targets.contains(where: \.needsReset) {
+        if targets.contains(where: \.needsReset), !configuration.performReset {
+            notes.append("not reset: the device installs the new images on its next reset")
+            succeed()
+        } else if targets.contains(where: \.needsReset) {
             go(.reset(.install))
             didReset = true
             request(.reset(.normal))
@@ -649,7 +671,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 notes.append("image \(number) is not in the device's image list after the reset; its installation could not be checked")
                 continue
             }
-            guard let running = listed.first(where: { $0.active && $0.hash == target.image.hash }) else {
+            guard let running = Self.runningSlot(in: listed), running.hash == target.image.hash else {
                 let slotHint = flow.slots == .inactive ? "slot \(target.image.slot)" : "this slot"
                 fail("image \(number): the device booted the old image: the new one was rejected by MCUboot — "
                     + "check the signing key / image for \(slotHint)"
@@ -688,6 +710,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The slot an image runs from: the one flagged active; when none is (older Zephyr flags only the
+    /// running application's image, so a network core's image has no active slot), its primary slot.
+    private static func runningSlot(in listed: [DeviceImageSlot]) -> DeviceImageSlot? {
+        listed.first { $0.active } ?? listed.first { $0.slot == 0 }
+    }
 
     private func action(for write: Write) -> Action {
         switch write {
