@@ -93,11 +93,19 @@ public actor McuMgrClient {
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
+    /// - Parameter submitted: called once, on the client, when the request has joined the session's
+    ///   queue (or failed before): a caller that waits for it before sending the next request keeps its
+    ///   requests in order on the wire (uploads do, so the device never sees offsets out of order).
     public func send(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, name: String? = nil
+        timeout: Duration? = nil, name: String? = nil, submitted: (@Sendable () -> Void)? = nil
     ) async throws -> SMPPacket {
-        try await ensureOpen()
+        do {
+            try await ensureOpen()
+        } catch {
+            submitted?()
+            throw error
+        }
         let id = SMPRequestID(nextID)
         nextID &+= 1
         let label = name ?? "\(group) command \(command)"
@@ -107,12 +115,14 @@ public actor McuMgrClient {
                 operations[id] = label
                 if Task.isCancelled {
                     execute([.fail(id, .cancelled)])
+                    submitted?()
                     return
                 }
                 execute(
                     session.submit(
                         id, operation: operation, group: group, command: command, payload: payload,
                         timeout: timeout ?? configuration.timeout, now: now))
+                submitted?()
             }
         } onCancel: {
             Task { await self.cancel(id) }

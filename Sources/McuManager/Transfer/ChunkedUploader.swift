@@ -103,6 +103,10 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let configuration = self.configuration
 
         let control = self.control
+        // Each chunk joins the client's queue before the next is made, so chunks go out in offset order.
+        let (submissions, submitted) = AsyncStream.makeStream(of: Void.self)
+        var submissionIterator = submissions.makeAsyncIterator()
+        defer { submitted.finish() }
         try await withThrowingTaskGroup(of: Outcome.self) { group in
             while true {
                 try Task.checkCancellation()
@@ -124,15 +128,19 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     chunksSent += 1
                     largestChunk = max(largestChunk, chunk.length)
                     running += 1
+                    let once = SubmissionSignal(submitted)
                     group.addTask {
+                        defer { once.signal() }
                         do {
                             let offset = try await Self.send(
-                                request, client: client, target: target, timeout: timeout, configuration: configuration)
+                                request, client: client, target: target, timeout: timeout, configuration: configuration,
+                                submitted: once.signal)
                             return .answered(chunk, offset)
                         } catch let error as McuMgrError where error.kind == .timeout {
                             return .lost(chunk, error)
                         }
                     }
+                    _ = await submissionIterator.next()
                 }
                 if planner.isComplete { break }
                 if running == 0, control?.isPaused == true { continue }
@@ -234,7 +242,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     /// Sends one chunk, resending while the device answers busy.
     static func send(
         _ request: Target.Request, client: McuMgrClient, target: Target, timeout: Duration,
-        configuration: UploadConfiguration
+        configuration: UploadConfiguration, submitted: (@Sendable () -> Void)? = nil
     ) async throws -> Int {
         let payload: [UInt8]
         do {
@@ -246,7 +254,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         while true {
             let packet = try await client.send(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
-                payload: payload, timeout: timeout, name: Target.Request.operationName)
+                payload: payload, timeout: timeout, name: Target.Request.operationName, submitted: submitted)
             do {
                 return try target.deviceOffset(from: packet)
             } catch let error as McuMgrError where error.returnCode == .busy && busy < configuration.maximumBusyRetries {
@@ -258,5 +266,21 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 }
             }
         }
+    }
+}
+
+/// Signals the upload loop once that a chunk has joined the client's queue (or will never join it).
+private final class SubmissionSignal: Sendable {
+    private let continuation: AsyncStream<Void>.Continuation
+    private let fired = LockedState(false)
+
+    init(_ continuation: AsyncStream<Void>.Continuation) { self.continuation = continuation }
+
+    @Sendable func signal() {
+        let first = fired.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { continuation.yield() }
     }
 }
