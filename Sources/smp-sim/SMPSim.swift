@@ -19,6 +19,8 @@ struct SMPSim: AsyncParsableCommand {
               smp-sim --pty-link /tmp/smp-tty                 # then: smp --device serial:/tmp/smp-tty os echo hi
               smp-sim --udp 127.0.0.1:1337                    # then: smp --device udp:127.0.0.1 image list
               smp-sim --pty-link /tmp/tty --baud 1000000      # emulate a 1 Mbaud UART
+              smp-sim --udp 127.0.0.1:1337 --bootloader-mode direct-xip-revert --swap-time 2
+              smp-sim --pty-link /tmp/tty --suit --reset-vanish
             """)
 
     @Option(help: ArgumentHelp("Serve over a new pty and make PATH a symlink to it.", valueName: "path"))
@@ -57,6 +59,24 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: "Number of updatable images (1 = single image; 2 = app + net core).")
     var images: Int = 1
 
+    @Option(
+        help: ArgumentHelp(
+            "MCUboot mode: swap-scratch (default), swap-move, swap-offset (swap on reset, revert unless confirmed), overwrite (copy on reset, no revert), direct-xip (higher version boots, no test/confirm), direct-xip-revert, ram-load, firmware-loader (reset --boot-mode 1 runs the loader), single-app.",
+            valueName: "mode"))
+    var bootloaderMode: String = "swap-scratch"
+
+    @Flag(help: "Downgrade prevention: bootloader info reports \"no-downgrade\": true.")
+    var noDowngrade = false
+
+    @Flag(help: "Be a SUIT device (nRF54H): group 66 envelope, resource and cache uploads; rc in every answer.")
+    var suit = false
+
+    @Option(help: ArgumentHelp("Seconds (fractional) the device stays silent after a reset that swaps images or installs an update.", valueName: "seconds"))
+    var swapTime: Double = 0
+
+    @Flag(help: "A reset removes the pty (and its --pty-link) while the device reboots and creates a fresh one after, like USB CDC re-enumeration.")
+    var resetVanish = false
+
     func validate() throws {
         if ptyLink == nil, !pty, udp.isEmpty {
             throw ValidationError("give at least one front end: --pty, --pty-link PATH or --udp HOST:PORT")
@@ -67,6 +87,12 @@ struct SMPSim: AsyncParsableCommand {
         guard (1...64).contains(bufCount) else { throw ValidationError("--buf-count must be 1...64") }
         guard (1...8).contains(images) else { throw ValidationError("--images must be 1...8") }
         if let baud, baud < 300 { throw ValidationError("--baud must be at least 300") }
+        guard SimulatedBootloader.Mode(name: bootloaderMode) != nil else {
+            throw ValidationError(
+                "--bootloader-mode must be one of " + SimulatedBootloader.Mode.names.joined(separator: ", "))
+        }
+        guard swapTime >= 0, swapTime <= 3600 else { throw ValidationError("--swap-time must be 0...3600 seconds") }
+        if resetVanish && ptyLink == nil && !pty { throw ValidationError("--reset-vanish needs --pty or --pty-link") }
         for endpoint in udp { _ = try Self.hostPort(endpoint) }
     }
 
@@ -83,6 +109,10 @@ struct SMPSim: AsyncParsableCommand {
         configuration.v1Only = v1Only
         configuration.indefiniteLengthMaps = indefiniteMaps
         configuration.imageCount = images
+        configuration.bootloader.mode = SimulatedBootloader.Mode(name: bootloaderMode)!
+        configuration.bootloader.noDowngrade = noDowngrade
+        if suit { configuration.suit = SimulatedSUITConfiguration() }
+        configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
         let device = SimulatedDevice(configuration: configuration)
 
         var stops: [@Sendable () async -> Void] = []
@@ -91,10 +121,12 @@ struct SMPSim: AsyncParsableCommand {
                 device: device,
                 configuration: .init(
                     rawFraming: framing == "raw", lineLength: lineLength, baudRate: baud,
-                    latency: .milliseconds(latency), linkPath: ptyLink))
+                    latency: .milliseconds(latency), linkPath: ptyLink, vanishOnReset: resetVanish))
             let path = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
-            print("pty \(path)" + (ptyLink.map { " link \($0)" } ?? "") + " framing \(framing)" + (baud.map { " baud \($0)" } ?? ""))
+            print(
+                "pty \(path)" + (ptyLink.map { " link \($0)" } ?? "") + " framing \(framing)"
+                    + (baud.map { " baud \($0)" } ?? "") + (resetVanish ? " reset-vanish" : ""))
         }
         for endpoint in udp {
             let (host, port) = try Self.hostPort(endpoint)

@@ -19,6 +19,10 @@ struct DeviceState: Sendable {
     var now: SMPInstant = .zero
     /// A reset requested by the request being handled; run after its response is built.
     var requestedReset: (reason: SimulatedResetEvent.Reason, bootMode: UInt64?)?
+    /// What is running: the application, MCUboot serial recovery, or the firmware loader.
+    var runMode: SimulatedRunMode = .application
+    /// The SUIT side of a SUIT device.
+    var suit: SUITState?
 
     init(configuration: SimulatorConfiguration) {
         self.configuration = configuration
@@ -28,6 +32,18 @@ struct DeviceState: Sendable {
         stats = StatsRegistry()
         log = DeviceLog()
         log.append("Booting Zephyr OS build \(configuration.kernelRelease)", level: 1, at: 0)
+        if let suitConfiguration = configuration.suit { suit = SUITState(configuration: suitConfiguration) }
+    }
+
+    /// Whether successful answers carry `"rc": 0`: legacy builds, SUIT devices (mandatory there) and MCUboot
+    /// serial recovery.
+    var includesReturnCode: Bool {
+        configuration.legacyReturnCode || configuration.suit != nil || runMode == .serialRecovery
+    }
+
+    /// `buf_size` of what is running now.
+    var bufferSize: Int {
+        runMode == .serialRecovery ? configuration.bootloader.serialRecoveryBufferSize : configuration.bufferSize
     }
 
     /// Uptime of the current boot.
@@ -40,7 +56,8 @@ struct DeviceState: Sendable {
     mutating func process(_ packet: [UInt8], now: SMPInstant) -> [[UInt8]] {
         self.now = now
         if bootInstant == nil { bootInstant = now }
-        guard packet.count >= SMPHeader.size, packet.count <= configuration.bufferSize else { return [] }
+        guard packet.count >= SMPHeader.size, packet.count <= bufferSize else { return [] }
+        if runMode == .serialRecovery { return processRecovery(packet) }
         var responses: [[UInt8]] = []
         var start = 0
         while packet.count - start >= SMPHeader.size {
@@ -109,7 +126,7 @@ struct DeviceState: Sendable {
         }
 
         var payload = encode(outcome, version: handledVersion)
-        if payload.count + SMPHeader.size > configuration.bufferSize {
+        if payload.count + SMPHeader.size > bufferSize {
             payload = encode(.returnCode(McuMgrReturnCode.messageTooLarge.rawValue), version: handledVersion)
         }
         let header = SMPHeader(
@@ -120,12 +137,12 @@ struct DeviceState: Sendable {
         return (header.bytes + payload, consumed, stop)
     }
 
-    private func encode(_ outcome: SimulatedOutcome, version: SMPVersion) -> [UInt8] {
+    func encode(_ outcome: SimulatedOutcome, version: SMPVersion) -> [UInt8] {
         var entries: [CBORMapEntry]
         switch outcome {
         case .success(let body):
             entries = body
-            if configuration.legacyReturnCode { entries.append("rc", 0) }
+            if includesReturnCode { entries.append("rc", 0) }
         case .groupError(let group, let rc, let extra):
             if version == .v1 {
                 entries = [CBORMapEntry(key: "rc", value: .int(ErrorTranslation.v1ReturnCode(group: group, rc: rc)))]
@@ -156,6 +173,7 @@ struct DeviceState: Sendable {
         case .shell: return try handleShell(request)
         case .enumeration: return try handleEnumeration(request)
         case .zephyrBasic: return try handleBasic(request)
+        case McuMgrGroup(rawValue: SUITState.group) where suit != nil: return try handleSUIT(request)
         default: throw .notSupported
         }
     }
@@ -166,16 +184,43 @@ struct DeviceState: Sendable {
     /// Encoded size of a response map with these entries, as it would be sent.
     func encodedSize(_ entries: [CBORMapEntry]) -> Int {
         var entries = entries
-        if configuration.legacyReturnCode { entries.append("rc", 0) }
+        if includesReturnCode { entries.append("rc", 0) }
         return ResponseEncoder.encode(.map(entries), indefiniteLengths: configuration.indefiniteLengthMaps).count
     }
 
     // MARK: Reset
 
-    /// Reboots: MCUboot applies pending swaps, volatile state is lost. Returns the event to report.
+    /// Reboots: MCUboot applies pending swaps (or a SUIT device installs its candidate), volatile state is
+    /// lost. `bootMode` 1 enters serial recovery, or the firmware loader in that mode. Returns the event to
+    /// report.
     mutating func reboot(reason: SimulatedResetEvent.Reason, bootMode: UInt64?) -> SimulatedResetEvent {
-        let swapped = images.boot()
+        let bootloader = configuration.bootloader
+        var swapped = false
+        images.upload = nil
+        if suit != nil {
+            swapped = suit!.boot()
+            runMode = .application
+        } else if bootMode == 1 && bootloader.mode == .firmwareLoader {
+            runMode = .firmwareLoader
+            images.pairs[0].activeSlot = 1
+        } else if bootMode == 1 && bootloader.serialRecovery {
+            runMode = .serialRecovery
+        } else {
+            swapped = images.boot()
+            runMode = .application
+            // No application to run: MCUboot stays in (or falls back to) the loader or serial recovery.
+            let active = images.activeSlot(of: 0)
+            if !images.isBootable(image: 0, slot: active) {
+                if bootloader.mode == .firmwareLoader {
+                    runMode = .firmwareLoader
+                    images.pairs[0].activeSlot = 1
+                } else if bootloader.serialRecovery {
+                    runMode = .serialRecovery
+                }
+            }
+        }
         resetCount += 1
+        let rebootAt = now + configuration.resetDelay
         var downtime = configuration.resetDelay + configuration.bootTime
         if swapped { downtime += configuration.swapTime }
         let until = now + downtime
@@ -185,9 +230,11 @@ struct DeviceState: Sendable {
         settings.reload()
         stats.reset()
         log.append(
-            "Reset (\(reason)); boot \(resetCount)\(swapped ? ", image swapped" : "")", level: 1,
+            "Reset (\(reason)); boot \(resetCount)\(swapped ? ", image swapped" : "")"
+                + (runMode == .application ? "" : ", \(runMode)"), level: 1,
             at: UInt64(until.nanoseconds / 1000))
         return SimulatedResetEvent(
-            reason: reason, bootMode: bootMode, swapped: swapped, rebootingUntil: until, resetCount: resetCount)
+            reason: reason, bootMode: bootMode, swapped: swapped, rebootAt: rebootAt, rebootingUntil: until,
+            resetCount: resetCount, runMode: runMode)
     }
 }

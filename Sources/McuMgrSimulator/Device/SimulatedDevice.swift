@@ -13,7 +13,8 @@ public final class SimulatedDevice: @unchecked Sendable {
     public let configuration: SimulatorConfiguration
     private let lock = NSLock()
     private var state: DeviceState
-    private var resetObserver: (@Sendable (SimulatedResetEvent) -> Void)?
+    private var resetObservers: [Int: @Sendable (SimulatedResetEvent) -> Void] = [:]
+    private var nextObserverID = 1
 
     public init(configuration: SimulatorConfiguration = SimulatorConfiguration()) {
         self.configuration = configuration
@@ -40,7 +41,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     /// The responses to every request in a packet, one packet each, in order; empty when silent.
     public func responses(to request: [UInt8], now: SMPInstant? = nil) -> [[UInt8]] {
         let instant = now ?? SystemClock.monotonicNow()
-        let (responses, event, observer): ([[UInt8]], SimulatedResetEvent?, (@Sendable (SimulatedResetEvent) -> Void)?) =
+        let (responses, event, observers): ([[UInt8]], SimulatedResetEvent?, [@Sendable (SimulatedResetEvent) -> Void]) =
             withState { state in
                 state.requestedReset = nil
                 let responses = state.process(request, now: instant)
@@ -49,9 +50,9 @@ public final class SimulatedDevice: @unchecked Sendable {
                     state.requestedReset = nil
                     event = state.reboot(reason: reset.reason, bootMode: reset.bootMode)
                 }
-                return (responses, event, resetObserver)
+                return (responses, event, observersInOrder)
             }
-        if let event { observer?(event) }
+        if let event { for observer in observers { observer(event) } }
         return responses
     }
 
@@ -59,19 +60,66 @@ public final class SimulatedDevice: @unchecked Sendable {
     @discardableResult
     public func powerCycle(now: SMPInstant? = nil) -> SimulatedResetEvent {
         let instant = now ?? SystemClock.monotonicNow()
-        let (event, observer) = withState { state in
+        let (event, observers) = withState { state in
             state.now = instant
-            return (state.reboot(reason: .powerCycle, bootMode: nil), resetObserver)
+            return (state.reboot(reason: .powerCycle, bootMode: nil), observersInOrder)
         }
-        observer?(event)
+        for observer in observers { observer(event) }
         return event
     }
 
-    /// Called (outside the lock, on the caller's thread) after every reboot, e.g. so a front end can
-    /// drop its link or model the boot delay.
-    public func setResetObserver(_ observer: (@Sendable (SimulatedResetEvent) -> Void)?) {
-        withState { _ in resetObserver = observer }
+    /// Reboots the device as a reset command would (`bootMode` 1: serial recovery or firmware loader).
+    @discardableResult
+    public func reset(bootMode: UInt64? = nil, now: SMPInstant? = nil) -> SimulatedResetEvent {
+        let instant = now ?? SystemClock.monotonicNow()
+        let (event, observers) = withState { state in
+            state.now = instant
+            return (state.reboot(reason: .resetCommand, bootMode: bootMode), observersInOrder)
+        }
+        for observer in observers { observer(event) }
+        return event
     }
+
+    private var observersInOrder: [@Sendable (SimulatedResetEvent) -> Void] {
+        resetObservers.keys.sorted().map { resetObservers[$0]! }
+    }
+
+    /// Called (outside the lock, on the caller's thread) after every reboot, e.g. so a test can follow
+    /// reboots. Replaces the observer set by an earlier call; front ends use `addResetObserver`.
+    public func setResetObserver(_ observer: (@Sendable (SimulatedResetEvent) -> Void)?) {
+        withState { _ in resetObservers[0] = observer }
+    }
+
+    /// Adds an observer called (outside the lock) after every reboot; returns a token for
+    /// `removeResetObserver`.
+    @discardableResult
+    public func addResetObserver(_ observer: @escaping @Sendable (SimulatedResetEvent) -> Void) -> Int {
+        withState { _ in
+            let id = nextObserverID
+            nextObserverID += 1
+            resetObservers[id] = observer
+            return id
+        }
+    }
+
+    /// Removes an observer added with `addResetObserver`.
+    public func removeResetObserver(_ token: Int) {
+        withState { _ in resetObservers[token] = nil }
+    }
+
+    /// What the device runs now (application, serial recovery, firmware loader).
+    public var runMode: SimulatedRunMode { withState { $0.runMode } }
+
+    /// A SUIT device's installed application root manifest: sequence number and digest; nil for MCUboot.
+    public var suitRootManifest: (sequenceNumber: UInt64, digest: [UInt8])? {
+        withState { state in state.suit.map { ($0.sequenceNumber, $0.digest) } }
+    }
+
+    /// A SUIT device's installed components by resource URI (e.g. "file://app.bin"); empty for MCUboot.
+    public var suitInstalledResources: [String: [UInt8]] { withState { $0.suit?.installed ?? [:] } }
+
+    /// The offset of the image upload in progress (the next byte the device expects), nil if none.
+    public var imageUploadOffset: Int? { withState { $0.images.upload?.offset } }
 
     /// How many times the device has rebooted.
     public var resetCount: Int { withState { $0.resetCount } }

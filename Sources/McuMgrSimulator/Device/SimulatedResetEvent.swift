@@ -10,15 +10,40 @@ public struct SimulatedResetEvent: Sendable, Hashable {
         case crash
         /// `SimulatedDevice.powerCycle(now:)`.
         case powerCycle
+        /// A SUIT device rebooting by itself to install a complete update.
+        case update
     }
 
     public var reason: Reason
     /// `boot_mode` of the reset command (0 normal, 1 bootloader), when sent.
     public var bootMode: UInt64?
-    /// Whether MCUboot swapped or reverted an image during this reboot.
+    /// Whether the bootloader moved image data during this reboot (swap, revert, overwrite copy, SUIT
+    /// installation), which takes the configured swap time.
     public var swapped: Bool
+    /// When the device actually goes down (the reset delay after the answer); links drop here.
+    public var rebootAt: SMPInstant
     /// The device answers nothing until this instant (reset delay + boot time + swap time).
     public var rebootingUntil: SMPInstant
     /// How many resets the device has had, this one included.
     public var resetCount: Int
+    /// What runs after this reboot.
+    public var runMode: SimulatedRunMode
+}
+
+/// What a simulated device is running.
+public enum SimulatedRunMode: Sendable, Hashable, CustomStringConvertible {
+    /// The Zephyr application (every group).
+    case application
+    /// MCUboot serial recovery (PROTOCOL.md 3.12): a few commands, uploads to the primary slot.
+    case serialRecovery
+    /// The NCS firmware loader image (slot 1), which writes the application slot.
+    case firmwareLoader
+
+    public var description: String {
+        switch self {
+        case .application: "application"
+        case .serialRecovery: "serial recovery"
+        case .firmwareLoader: "firmware loader"
+        }
+    }
 }

@@ -37,10 +37,12 @@ public struct SimulatorConfiguration: Sendable {
     public var machine: String = "arm"
     /// Processor (`p`).
     public var processor: String = "cortex-m4"
-    /// MCUboot mode reported by bootloader info `query: "mode"` (1 = swap using scratch).
-    public var bootloaderMode: Int = 1
-    /// Report `"no-downgrade": true` with the bootloader mode.
-    public var noDowngrade: Bool = false
+    /// The bootloader: MCUboot's mode and options. Decides how test, confirm, reset and upload behave and
+    /// what bootloader info reports. Ignored when `suit` is set.
+    public var bootloader: SimulatedBootloader = SimulatedBootloader()
+    /// A SUIT device (nRF54H style, PROTOCOL.md 3.11) instead of an MCUboot one: group 66, the image
+    /// group's SUIT view, `rc` in every answer, bootloader info "SUIT". Nil = MCUboot.
+    public var suit: SimulatedSUITConfiguration? = nil
 
     // Images.
     /// Version of the initial image in every primary slot.
@@ -51,6 +53,9 @@ public struct SimulatorConfiguration: Sendable {
     public var imageSlotSize: Int = 0x76000
     /// Body size of the initial images.
     public var initialImageBodySize: Int = 2048
+    /// Flash address of image 0's primary slot; the other slots follow at `imageSlotSize` intervals
+    /// (image 0 slot 1, image 1 slot 0, ...). Direct-XIP checks a ROM-fixed image's load address against it.
+    public var imageSlotBaseAddress: UInt32 = 0x0000_C000
     /// Check the SHA-256 TLV of a completed upload against header and body (IMG err 24 on mismatch).
     public var verifyUploadedImageHash: Bool = true
     /// Allow confirming the primary slot of a non-active image
@@ -92,6 +97,25 @@ public struct SimulatorConfiguration: Sendable {
     public var settingsNameLimit: Int = 64
 
     public init() {}
+
+    /// MCUboot mode number reported by bootloader info `query: "mode"` (`bootloader.mode`); setting a number
+    /// MCUboot does not define here is ignored.
+    public var bootloaderMode: Int {
+        get { bootloader.mode.rawValue }
+        set { if let mode = SimulatedBootloader.Mode(rawValue: newValue) { bootloader.mode = mode } }
+    }
+
+    /// Report `"no-downgrade": true` with the bootloader mode (`bootloader.noDowngrade`).
+    public var noDowngrade: Bool {
+        get { bootloader.noDowngrade }
+        set { bootloader.noDowngrade = newValue }
+    }
+
+    /// The flash address of an image slot (`slot` 0 = primary, 1 = secondary), as a Direct-XIP build for
+    /// that slot carries it in `ih_load_addr` with the ROM-fixed flag.
+    public func slotAddress(image: Int, slot: Int) -> UInt32 {
+        imageSlotBaseAddress &+ UInt32(truncatingIfNeeded: (image * 2 + slot) * imageSlotSize)
+    }
 
     /// Convenience for `protocolSupport == .v1Only`: a pre-v2 server.
     public var v1Only: Bool {

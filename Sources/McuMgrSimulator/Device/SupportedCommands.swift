@@ -24,6 +24,9 @@ enum SupportedCommands {
         9: [0: write],
         10: [0: read, 1: read, 2: read, 3: read],
         63: [0: write],
+        // SUIT (NCS): manifests list, manifest state, envelope upload, missing image poll, resource upload,
+        // cache raw upload, cleanup. Served only by SUIT devices.
+        66: [0: read, 1: read, 2: write, 3: read, 4: write, 5: write, 6: write],
     ]
 
     /// Group ids in ascending order.
@@ -48,6 +51,7 @@ enum SupportedCommands {
         case 9: return "shell mgmt"
         case 10: return "enum mgmt"
         case 63: return "zephyr basic mgmt"
+        case 66: return "suitfu mgmt"
         default: return "group \(group)"
         }
     }

@@ -22,16 +22,21 @@ public final class PtyFrontEnd: Sendable {
         public var latency: Duration
         /// Where to put a symlink to the pty (replacing what is there), if anywhere.
         public var linkPath: String?
+        /// A device reset closes the pty and removes `linkPath` when the device goes down, and creates a
+        /// fresh pty (usually at a new /dev/pts path) and link when it is back, as a USB CDC ACM port
+        /// disappears and re-enumerates. Clients see EIO or hang-up, then must reopen the link.
+        public var vanishOnReset: Bool
 
         public init(
             rawFraming: Bool = false, lineLength: Int = 127, baudRate: Int? = nil, latency: Duration = .zero,
-            linkPath: String? = nil
+            linkPath: String? = nil, vanishOnReset: Bool = false
         ) {
             self.rawFraming = rawFraming
             self.lineLength = lineLength
             self.baudRate = baudRate
             self.latency = latency
             self.linkPath = linkPath
+            self.vanishOnReset = vanishOnReset
         }
     }
 
@@ -39,6 +44,8 @@ public final class PtyFrontEnd: Sendable {
     public let configuration: Configuration
     private let group: any EventLoopGroup
     private let state = NIOLockedValueBox<(channel: any Channel, slave: Int32, path: String)?>(nil)
+    /// Reset observer token, started flag, and a generation that invalidates stale reappearances.
+    private let lifecycle = NIOLockedValueBox<(observer: Int?, running: Bool, generation: Int)>((nil, false, 0))
 
     public init(
         device: SimulatedDevice, configuration: Configuration = .init(),
@@ -49,12 +56,63 @@ public final class PtyFrontEnd: Sendable {
         self.group = group
     }
 
-    /// The pty's device path (e.g. /dev/pts/3) once started.
+    /// The pty's device path (e.g. /dev/pts/3) once started; nil while a vanished pty is down.
     public var path: String? { state.withLockedValue { $0?.path } }
 
     /// Creates the pty and starts serving; returns its path.
     @discardableResult
     public func start() async throws -> String {
+        let link = try await openLink()
+        state.withLockedValue { $0 = link }
+        lifecycle.withLockedValue { $0.running = true }
+        if configuration.vanishOnReset {
+            let token = device.addResetObserver { [weak self] event in self?.deviceReset(event) }
+            lifecycle.withLockedValue { $0.observer = token }
+        }
+        return link.path
+    }
+
+    /// Whether the pty currently exists (false while a vanished link is down).
+    public var isPresent: Bool { state.withLockedValue { $0 != nil } }
+
+    private func deviceReset(_ event: SimulatedResetEvent) {
+        let generation = lifecycle.withLockedValue { value -> Int in
+            value.generation += 1
+            return value.generation
+        }
+        let loop = group.next()
+        let now = SystemClock.monotonicNow()
+        let delay: @Sendable (SMPInstant) -> TimeAmount = { instant in
+            instant > now ? .nanoseconds(Int64(clamping: (instant - now).nanosecondsClamped)) : .zero
+        }
+        loop.scheduleTask(in: delay(event.rebootAt)) { [self] in
+            guard lifecycle.withLockedValue({ $0.running && $0.generation == generation }) else { return }
+            let link = state.withLockedValue { s -> (channel: any Channel, slave: Int32, path: String)? in
+                defer { s = nil }
+                return s
+            }
+            guard let link else { return }
+            if let path = configuration.linkPath { unlink(path) }
+            link.channel.close(promise: nil)
+            close(link.slave)
+            loop.scheduleTask(in: delay(event.rebootingUntil)) { [self] in
+                guard lifecycle.withLockedValue({ $0.running && $0.generation == generation }) else { return }
+                Task {
+                    guard let link = try? await self.openLink() else { return }
+                    let keep = self.lifecycle.withLockedValue { $0.running && $0.generation == generation }
+                    if keep {
+                        self.state.withLockedValue { $0 = link }
+                    } else {
+                        try? await link.channel.close()
+                        close(link.slave)
+                        if let path = self.configuration.linkPath { unlink(path) }
+                    }
+                }
+            }
+        }
+    }
+
+    private func openLink() async throws -> (channel: any Channel, slave: Int32, path: String) {
         var master: Int32 = -1
         var slave: Int32 = -1
         guard openpty(&master, &slave, nil, nil, nil) == 0 else {
@@ -99,12 +157,18 @@ public final class PtyFrontEnd: Sendable {
             .takingOwnershipOfDescriptor(inputOutput: master).get()
         // Keep a slave descriptor open ourselves: without one the master reads EIO whenever no client
         // has the port open.
-        state.withLockedValue { $0 = (channel, slave, path) }
-        return path
+        return (channel, slave, path)
     }
 
     /// Stops serving and removes the symlink.
     public func stop() async {
+        let observer = lifecycle.withLockedValue { value -> Int? in
+            value.running = false
+            value.generation += 1
+            defer { value.observer = nil }
+            return value.observer
+        }
+        if let observer { device.removeResetObserver(observer) }
         guard let s = state.withLockedValue({ s -> (channel: any Channel, slave: Int32, path: String)? in
             defer { s = nil }
             return s

@@ -1,10 +1,28 @@
 import McuManager
 import McuMgrCore
 
-/// Builds an in-process simulated device from a `sim:` URI, e.g. `sim:?buf_size=512&buf_count=2&v1`.
+/// Builds an in-process simulated device from a `sim:` URI, e.g. `sim:?buf_size=512&buf_count=2&v1` or
+/// `sim:?mode=direct-xip-revert&images=2&swap_time=0.5`.
 public enum SimulatorURI {
     /// Options a `sim:` URI accepts.
-    public static let options: Set<String> = ["buf_size", "buf_count", "v1", "indefinite", "images", "latency"]
+    public static let options: Set<String> = [
+        "buf_size", "buf_count", "v1", "indefinite", "images", "latency", "mode", "suit", "swap_time",
+        "no_downgrade",
+    ]
+
+    /// One line per option, for help texts.
+    public static let optionHelp: [(String, String)] = [
+        ("buf_size=N", "SMP buffer size (buf_size), header included"),
+        ("buf_count=N", "number of SMP buffers (buf_count)"),
+        ("v1", "a server that predates SMP v2"),
+        ("indefinite", "answers with indefinite-length CBOR maps"),
+        ("images=N", "updatable images (2 = app core + net core)"),
+        ("latency=MS", "delay every answer"),
+        ("mode=NAME", "MCUboot mode: " + SimulatedBootloader.Mode.names.joined(separator: "|")),
+        ("suit", "a SUIT device (group 66) instead of MCUboot"),
+        ("swap_time=S", "seconds the device stays silent after a reset that swaps or installs"),
+        ("no_downgrade", "bootloader info reports downgrade prevention"),
+    ]
 
     public static func configuration(for uri: McuMgrDeviceURI) throws -> SimulatorConfiguration {
         for option in uri.options where !options.contains(option.key) {
@@ -17,6 +35,23 @@ public enum SimulatorURI {
         if let v = try uri.boolOption("v1") { configuration.v1Only = v }
         if let v = try uri.boolOption("indefinite") { configuration.indefiniteLengthMaps = v }
         if let v = try uri.intOption("images", in: 1...8) { configuration.imageCount = v }
+        if let name = uri.option("mode") {
+            guard let mode = SimulatedBootloader.Mode(name: name) else {
+                throw McuMgrError(
+                    .usage,
+                    "option mode=\(name) in \(uri) is not an MCUboot mode; use one of "
+                        + SimulatedBootloader.Mode.names.joined(separator: ", "))
+            }
+            configuration.bootloader.mode = mode
+        }
+        if let v = try uri.boolOption("no_downgrade") { configuration.bootloader.noDowngrade = v }
+        if try uri.boolOption("suit") == true { configuration.suit = SimulatedSUITConfiguration() }
+        if let text = uri.option("swap_time") {
+            guard let seconds = Double(text), seconds >= 0, seconds <= 3600 else {
+                throw McuMgrError(.usage, "option swap_time=\(text) in \(uri) must be seconds in 0...3600, e.g. 0.5")
+            }
+            configuration.swapTime = .milliseconds(Int64((seconds * 1000).rounded()))
+        }
         return configuration
     }
 

@@ -3,7 +3,7 @@ import McuMgrCore
 /// Enumeration group (10): count, list, single, details (PROTOCOL.md 3.8).
 extension DeviceState {
     mutating func handleEnumeration(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        let groups = SupportedCommands.groups
+        let groups = SupportedCommands.groups.filter { $0 != SUITState.group || suit != nil }
         switch request.command.rawValue {
         case 0:
             return .ok(["count": .unsigned(UInt64(groups.count))])

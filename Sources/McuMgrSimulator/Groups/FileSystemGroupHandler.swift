@@ -54,7 +54,7 @@ extension DeviceState {
         fixed += 4 + CBORWriter.headSize(argument: UInt64(offset))  // "off"
         fixed += 5  // "data"
         if offset == 0 { fixed += 4 + CBORWriter.headSize(argument: UInt64(fileSize)) }  // "len"
-        if configuration.legacyReturnCode { fixed += 4 }
+        if includesReturnCode { fixed += 4 }
         let available = configuration.bufferSize - fixed
         var chunk = 0
         for headSize in [1, 2, 3, 5, 9] {

@@ -4,6 +4,7 @@ import McuMgrCore
 /// Image group (1): state read/write, upload, erase, slot info (PROTOCOL.md 3.2, 4).
 extension DeviceState {
     mutating func handleImage(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
+        if suit != nil { return try handleSUITImage(request) }
         switch request.command.rawValue {
         case 0: return request.isRead ? imageList() : try imageStateWrite(request)
         case 1: return try imageUpload(request)
@@ -36,6 +37,9 @@ extension DeviceState {
     }
 
     private mutating func imageStateWrite(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
+        // Direct-XIP without revert has no state-write handler (PROTOCOL.md gotcha 12). The firmware-loader
+        // mode has no pending or confirmed state either (a guess: NCS documents no state write for it).
+        if images.mode == .directXIP || images.mode == .firmwareLoader { throw .notSupported }
         let fields = try request.fields()
         let hash = try fields.bytes("hash")
         let confirm = try fields.bool("confirm") ?? false
@@ -66,31 +70,38 @@ extension DeviceState {
         if offset == 0 {
             guard data.count >= 32 else { throw fail(22) }  // INVALID_IMAGE_HEADER
             guard let length else { throw fail(21) }  // INVALID_LENGTH
-            if let sha, sha.count > 32 { throw fail(24) }  // INVALID_HASH
-            // Resume: same `sha` (and image) as the session in progress → report where it stands.
-            if let sha, !sha.isEmpty, let session = images.upload, session.sha == sha, session.image == image,
-                session.length == length
-            {
-                return .ok(["off": .unsigned(UInt64(session.offset))])
-            }
-            guard image < images.imageCount else { throw fail(9) }  // NO_FREE_SLOT
-            guard length <= images.slotSize else { throw fail(30) }  // INVALID_IMAGE_TOO_LARGE
             let magic = UInt32(data[0]) | UInt32(data[1]) << 8 | UInt32(data[2]) << 16 | UInt32(data[3]) << 24
             guard magic == SimulatedMCUbootImage.magic || magic == SimulatedMCUbootImage.legacyMagic else {
                 throw fail(23)  // INVALID_IMAGE_HEADER_MAGIC
             }
-            if upgrade, let running = images.slot(image, 0)?.info.version {
+            if let sha, sha.count > 32 { throw fail(24) }  // INVALID_HASH
+            // Resume (Zephyr img_mgmt_upload_inspect): a session in progress with the same `sha` (any
+            // length > 0) answers where it stands, without writing.
+            if let sha, !sha.isEmpty, let session = images.upload, session.sha == sha {
+                return .ok(["off": .unsigned(UInt64(session.offset))])
+            }
+            guard image < images.imageCount, let slot = images.uploadSlot(for: image) else {
+                throw fail(9)  // NO_FREE_SLOT
+            }
+            guard length <= images.slotSize else { throw fail(30) }  // INVALID_IMAGE_TOO_LARGE
+            if upgrade, let running = images.slot(image, images.activeSlot(of: image))?.info.version {
                 let new = SimulatorImageVersion(data[20], data[21], UInt16(data[22]) | UInt16(data[23]) << 8)
                 if !(running < new) { throw fail(27) }  // CURRENT_VERSION_IS_NEWER
             }
-            guard !images.inUse(image: image, slot: 1) else { throw fail(9) }  // NO_FREE_SLOT
             guard data.count <= length else { throw fail(31) }  // INVALID_IMAGE_DATA_OVERRUN
-            // Start a session: the secondary slot is erased.
-            images.pairs[image].secondary = nil
+            // Image check (CONFIG_IMG_ENABLE_IMAGE_CHECK): the slot already holds exactly this file.
+            if let sha, sha.count == 32, let present = images.slot(image, slot), present.bytes.count == length,
+                Array(SHA256.hash(data: present.bytes)) == sha
+            {
+                images.upload = nil
+                return .ok(["off": .unsigned(UInt64(length)), "match": true])
+            }
+            // Start a session: the target slot is erased.
+            images.pairs[image].slots[slot] = ImageBank.Slot()
             var buffer: [UInt8] = []
             buffer.reserveCapacity(length)
             buffer.append(contentsOf: data)
-            images.upload = ImageBank.UploadSession(image: image, length: length, sha: sha ?? [], data: buffer)
+            images.upload = ImageBank.UploadSession(image: image, slot: slot, length: length, sha: sha ?? [], data: buffer)
         } else {
             guard let session = images.upload, session.offset == offset else {
                 // Out of order: success carrying the offset the device expects; data dropped.
@@ -104,7 +115,7 @@ extension DeviceState {
         guard session.offset == session.length else {
             return .ok(["off": .unsigned(UInt64(session.offset))])
         }
-        // Complete: the image must parse; it then lies in the secondary slot.
+        // Complete: the image must parse; it then lies in the target slot, unmarked.
         images.upload = nil
         let info: SimulatedMCUbootImage.Info
         do {
@@ -112,7 +123,7 @@ extension DeviceState {
         } catch {
             throw fail(error.rc)
         }
-        images.pairs[session.image].secondary = ImageBank.SlotImage(bytes: session.data, info: info)
+        images.store(ImageBank.SlotImage(bytes: session.data, info: info), image: session.image, slot: session.slot)
         var entries: [CBORMapEntry] = .entries(["off": .unsigned(UInt64(session.length))])
         if session.sha.count == 32 {
             entries.append("match", .bool(Array(SHA256.hash(data: session.data)) == session.sha))
@@ -121,8 +132,8 @@ extension DeviceState {
     }
 
     private mutating func imageErase(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        // Default: the slot opposite the active one of image 0.
-        let slot = try request.fields().count("slot") ?? 1
+        // Default: the slot opposite the active one of image 0 (Zephyr img_mgmt_get_other_slot).
+        let slot = try request.fields().count("slot") ?? images.pairs[0].otherSlot
         if let rc = images.erase(absoluteSlot: slot) { throw .group(.image, rc) }
         return .empty
     }

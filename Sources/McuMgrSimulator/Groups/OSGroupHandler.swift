@@ -108,11 +108,16 @@ extension DeviceState {
     }
 
     private func bootloaderInfo(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        guard let query = try request.fields().text("query") else { return .ok(["bootloader": "MCUboot"]) }
-        guard query == "mode" else { throw .group(.os, 3) }  // QUERY_YIELDS_NO_ANSWER
-        if configuration.noDowngrade {
-            return .ok(["mode": .int(configuration.bootloaderMode), "no-downgrade": true])
+        let query = try request.fields().text("query")
+        if configuration.suit != nil {
+            // NCS SUIT devices: the name, and rc 8 for any query (suitfu_mgmt_suit_os.c).
+            guard query == nil else { throw .notSupported }
+            return .ok(["bootloader": "SUIT"])
         }
-        return .ok(["mode": .int(configuration.bootloaderMode)])
+        guard let query else { return .ok(["bootloader": "MCUboot"]) }
+        guard query == "mode" else { throw .group(.os, 3) }  // QUERY_YIELDS_NO_ANSWER
+        let mode = configuration.bootloader.mode.rawValue
+        if configuration.bootloader.noDowngrade { return .ok(["mode": .int(mode), "no-downgrade": true]) }
+        return .ok(["mode": .int(mode)])
     }
 }

@@ -14,18 +14,21 @@ public enum SimulatedMCUbootImage {
     static let sha256TLV: UInt16 = 0x10
     /// `IMAGE_F_NON_BOOTABLE`.
     public static let nonBootableFlag: UInt32 = 0x10
+    /// `IMAGE_F_ROM_FIXED`: `ih_load_addr` is the flash address the image is linked for (Direct-XIP).
+    public static let romFixedFlag: UInt32 = 0x100
 
     /// A complete image file with a correct SHA-256 TLV, made by the library's `McuMgrImageBuilder`.
     /// - Parameters:
     ///   - headerSize: `ih_hdr_size`, at least 32; the header is padded with zeros up to it.
     public static func build(
-        version: SimulatorImageVersion, body: [UInt8], headerSize: Int = 32, flags: UInt32 = 0
+        version: SimulatorImageVersion, body: [UInt8], headerSize: Int = 32, flags: UInt32 = 0,
+        loadAddress: UInt32 = 0
     ) -> [UInt8] {
         precondition(headerSize >= 32 && headerSize <= 0xFFFF, "header size must be 32...65535")
         let builder = McuMgrImageBuilder(
             version: McuMgrImageVersion(
                 major: version.major, minor: version.minor, revision: version.revision, build: version.build),
-            headerSize: headerSize, headerPadding: 0, flags: McuMgrImageFlags(rawValue: flags))
+            headerSize: headerSize, headerPadding: 0, loadAddress: loadAddress, flags: McuMgrImageFlags(rawValue: flags))
         // The builder only throws for sizes out of range, which the precondition above rules out.
         return [UInt8](try! builder.build(body: Data(body)))
     }
@@ -40,7 +43,11 @@ public enum SimulatedMCUbootImage {
         var version: SimulatorImageVersion
         var hash: [UInt8]
         var flags: UInt32
+        /// `ih_load_addr`.
+        var loadAddress: UInt32 = 0
         var bootable: Bool { flags & SimulatedMCUbootImage.nonBootableFlag == 0 }
+        /// `IMAGE_F_ROM_FIXED`: linked for the flash address in `loadAddress`.
+        var romFixed: Bool { flags & SimulatedMCUbootImage.romFixedFlag != 0 }
     }
 
     /// Parses an image; a failure carries the image-group error code (PROTOCOL.md 2.3).
@@ -92,7 +99,7 @@ public enum SimulatedMCUbootImage {
                 throw ImageParseFailure(rc: 24)  // INVALID_HASH
             }
         }
-        return Info(version: version, hash: hash, flags: flags)
+        return Info(version: version, hash: hash, flags: flags, loadAddress: le(4, 4))
     }
 }
 
