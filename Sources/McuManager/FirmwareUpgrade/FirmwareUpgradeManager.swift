@@ -633,7 +633,7 @@ public actor FirmwareUpgradeManager {
         case .suitCache: type = .suitCache
         }
         return FirmwareUpgradeImage(
-            image: image.image, slot: image.slot ?? 0, hash: Array(image.hash), size: image.size, contentType: type)
+            image: image.image, slot: image.slot, hash: Array(image.hash), size: image.size, contentType: type)
     }
 
     static func deviceSlot(_ slot: McuMgrImageStateResponse.ImageSlot) -> DeviceImageSlot {

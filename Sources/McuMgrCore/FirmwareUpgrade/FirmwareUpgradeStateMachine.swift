@@ -293,7 +293,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         guard case .reconnecting(let deadline, _, let purpose) = state else { return [] }
         switch purpose {
         case .enterFirmwareLoader:
-            // The loader is MCUboot-like: one buffer, so no pipelining (its parameters are not re-read).
+            // The loader (or MCUboot serial recovery) has its own, smaller buffer: one request at a time,
+            // and the application's buffer size no longer applies (the driver asks the loader).
+            bufferSize = nil
             startUpload(pipelineDepth: 1)
         case .resolveSecondary:
             go(.validate)
@@ -482,12 +484,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
                 notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
             }
-        case .firmwareLoader:
+        case .firmwareLoader, .singleApplicationSlot:
+            // One application slot: the running application cannot overwrite itself, so the upload goes to
+            // the firmware loader or MCUboot serial recovery (reset with boot_mode 1), then a normal reset.
             flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
-        case .singleApplicationSlot, .singleSlotRAMLoad:
+        case .singleSlotRAMLoad:
             flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
         default:
             flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+        }
+        let testing = configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm
+        if testing, !flow.suit, mode == .directXIPWithoutRevert || flow.resetIntoLoaderFirst {
+            notes.append("\(mode) cannot test-boot an image: the new image is permanent once it boots")
         }
         if flow.suit {
             // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
@@ -521,18 +529,27 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             switch flow.slots {
             case .inactive:
                 let activeSlot = active?.slot ?? 0
-                guard let pick = candidates.first(where: { $0.slot != activeSlot }) else {
+                if let pick = candidates.first(where: { $0.slot != nil && $0.slot != activeSlot }) {
+                    image = pick
+                } else if let unknown = candidates.first(where: { $0.slot == nil }) {
+                    // A bare image: RAM load copies it anywhere; Direct-XIP runs it in place.
+                    image = unknown
+                    if mode.isDirectXIP {
+                        notes.append("image \(number): the package does not say which slot the build is linked for; it went to slot "
+                            + "\(1 - activeSlot), where Direct-XIP runs it only if it is linked for that slot (the "
+                            + "dfu_application.zip with both builds picks the right one)")
+                    }
+                } else {
                     fail("image \(number): the package only has the build for slot \(activeSlot), which is running; "
                         + "\(mode) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
                     return
                 }
-                image = pick
                 targetSlot = 1 - activeSlot
             case .secondary:
-                image = candidates.first { $0.slot == 0 } ?? candidates[0]
+                image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
                 targetSlot = 1
             case .primary:
-                plan.append(Target(image: candidates.first { $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
+                plan.append(Target(image: candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
                 continue
             }
             var target = Target(image: image, needsUpload: true, write: initialWrite(for: image.hash), needsReset: true)
@@ -672,7 +689,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 continue
             }
             guard let running = Self.runningSlot(in: listed), running.hash == target.image.hash else {
-                let slotHint = flow.slots == .inactive ? "slot \(target.image.slot)" : "this slot"
+                let slotHint = flow.slots == .inactive ? target.image.slot.map { "slot \($0)" } ?? "the slot it went to" : "this slot"
                 fail("image \(number): the device booted the old image: the new one was rejected by MCUboot — "
                     + "check the signing key / image for \(slotHint)"
                     + (mode == .directXIPWithoutRevert ? " (Direct-XIP boots the higher version: check the new version is higher)" : ""))

@@ -242,10 +242,11 @@ struct FirmwareUpgradeManagerTests {
         let rig = ManagerRig()
         rig.link.options.latency = .milliseconds(3)
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
         let upgrade = Task {
             try await manager.upgrade(images: [DFUFixtures.image(size: 160 * 1024)], configuration: DFUFixtures.configuration())
         }
-        try await Task.sleep(for: .milliseconds(150))
+        await recorder.wait { if case .uploadProgress(let p) = $0 { p.bytesSent > 20_000 } else { false } }
         upgrade.cancel()
         let error = await expectMcuMgrError { _ = try await upgrade.value }
         #expect(error?.kind == .cancelled)

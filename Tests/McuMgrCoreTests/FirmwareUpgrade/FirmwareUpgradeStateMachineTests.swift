@@ -184,14 +184,24 @@ import Testing
     @Test func firmwareLoaderResetsIntoTheLoaderFirst() {
         var m = FW.machine(bootloader: .firmwareLoader)
         #expect(d(m.imageListReceived(FW.runningOld())) == [.reset(.bootloader)])
-        #expect(d(FW.rebootAndReconnect(&m)) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: 2048)])
+        // The application's buffer size does not apply to the loader: the driver asks it.
+        #expect(d(FW.rebootAndReconnect(&m)) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
         #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)], "no state write in the loader")
         _ = FW.rebootAndReconnect(&m, at: 200)
         #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])) != nil)
     }
 
+    @Test func singleApplicationSlotUploadsThroughSerialRecovery() {
+        var m = FW.machine(mode: .testAndConfirm, bootloader: .singleApplicationSlot)
+        #expect(d(m.imageListReceived(FW.runningOld())) == [.reset(.bootloader)])
+        #expect(d(FW.rebootAndReconnect(&m)) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
+        #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
+        _ = FW.rebootAndReconnect(&m, at: 200)
+        #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])) != nil)
+    }
+
     @Test func singleSlotUploadsToThePrimaryAndResets() {
-        for bootloader in [BootloaderModeKind.singleApplicationSlot, .singleSlotRAMLoad] {
+        for bootloader in [BootloaderModeKind.singleSlotRAMLoad] {
             var m = FW.machine(mode: .testAndConfirm, bootloader: bootloader)
             #expect(d(m.imageListReceived(FW.runningOld())).count == 1)
             #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
