@@ -76,7 +76,9 @@ let package = Package(
             name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["McuMgrCore", "McuManager", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
+            dependencies: [
+                "McuMgrCore", "McuManager", "McuMgrSimulator", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]),
         .testTarget(
             name: "HardwareTests",
             dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP"],

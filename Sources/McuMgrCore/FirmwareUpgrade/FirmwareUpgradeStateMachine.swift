@@ -552,7 +552,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 plan.append(Target(image: candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
                 continue
             }
-            var target = Target(image: image, needsUpload: true, write: initialWrite(for: image.hash), needsReset: true)
+            var target = Target(image: image, needsUpload: true, write: initialWrite(for: image), needsReset: true)
             if let other = listed.first(where: { $0.slot == targetSlot }) {
                 if other.hash == image.hash {
                     target.needsUpload = false
@@ -615,11 +615,19 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         configuration.upgradeMode == .confirmOnly || configuration.upgradeMode == .testAndConfirm
     }
 
-    private func initialWrite(for hash: [UInt8]) -> Write? {
+    private mutating func initialWrite(for image: FirmwareUpgradeImage) -> Write? {
+        let hash = image.hash
         switch (flow.writes, configuration.upgradeMode) {
-        case (.none, _), (_, .uploadOnly): nil
-        case (.confirmOnly, _), (.asMode, .confirmOnly): .confirm(hash)
-        case (.asMode, .testAndConfirm), (.asMode, .testOnly): .test(hash)
+        case (.none, _), (_, .uploadOnly): return nil
+        case (.confirmOnly, _), (.asMode, .confirmOnly): return .confirm(hash)
+        case (.asMode, .testAndConfirm) where image.image != 0:
+            // Zephyr refuses to confirm an image other than the running application's once it runs
+            // (IMAGE_CONFIRMATION_DENIED unless CONFIG_MCUMGR_GRP_IMG_ALLOW_CONFIRM_NON_ACTIVE_IMAGE_ANY),
+            // so it would revert on the next reset: confirm it now; the application image runs on trial.
+            notes.append("image \(image.image) was confirmed before the reset: devices refuse to confirm it once it runs; "
+                + "only the application image (0) was test-booted")
+            return .confirm(hash)
+        case (.asMode, .testAndConfirm), (.asMode, .testOnly): return .test(hash)
         }
     }
 
@@ -642,6 +650,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return
         }
         if configuration.upgradeMode == .uploadOnly || flow.suit {
+            if flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
+                notes.append("the device stays in its firmware loader until it is reset (`smp os reset`), then runs the new image")
+            }
             succeed()
             return
         }

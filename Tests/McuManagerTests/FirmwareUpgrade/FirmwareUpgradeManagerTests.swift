@@ -300,8 +300,6 @@ struct FirmwareUpgradeManagerTests {
         rig.device.setResetObserver { _ in link.options.silent = true }
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
         let recorder = EventRecorder(manager)
-        let clock = ContinuousClock()
-        let started = clock.now
         let error = await expectMcuMgrError {
             _ = try await manager.upgrade(
                 images: [DFUFixtures.image()],
@@ -309,7 +307,6 @@ struct FirmwareUpgradeManagerTests {
         }
         #expect(error?.kind == .timeout)
         #expect(error?.message.contains("did not come back within") == true)
-        #expect(clock.now - started < .seconds(8))
         await recorder.wait { if case .failed = $0 { true } else { false } }
         let failedIn = recorder.events.compactMap { if case .failed(let state, _) = $0 { state } else { nil } }
         #expect(failedIn == [.reconnect])

@@ -111,4 +111,25 @@ import Testing
         let done = m.imageListReceived(list)
         #expect(FW.summary(done)?.skippedImages == [1])
     }
+
+    /// Zephyr refuses to confirm a non-running image (IMAGE_CONFIRMATION_DENIED), so in testAndConfirm
+    /// the other images are confirmed before the reset and only the application image is test-booted.
+    @Test func testAndConfirmWithTwoImagesConfirmsTheNetCoreBeforeTheReset() {
+        let app = FW.image(0, hash: FW.new)
+        let net = FW.image(1, hash: FW.new1)
+        var m = FW.machine([app, net], mode: .testAndConfirm)
+        _ = m.imageListReceived(FW.runningOld(image: 0) + [DeviceImageSlot(image: 1, slot: 0, hash: FW.old, confirmed: true)])
+        _ = m.uploadFinished(image: 0)
+        #expect(d(m.uploadFinished(image: 1)) == [.testImage(hash: FW.new)])
+        #expect(d(m.stateWriteSucceeded([])) == [.confirmImage(hash: FW.new1)])
+        #expect(d(m.stateWriteSucceeded([])) == [.reset(.normal)])
+        _ = FW.rebootAndReconnect(&m)
+        let after = FW.booted(FW.new, image: 0, confirmed: false) + [
+            DeviceImageSlot(image: 1, slot: 0, hash: FW.new1, confirmed: true),
+            DeviceImageSlot(image: 1, slot: 1, hash: FW.old),
+        ]
+        #expect(d(m.imageListReceived(after)) == [.confirmImage(hash: FW.new)], "only the application is confirmed after")
+        let done = m.stateWriteSucceeded(FW.booted(FW.new, image: 0, confirmed: true))
+        #expect(FW.summary(done)?.notes.contains { $0.contains("image 1 was confirmed before the reset") } == true)
+    }
 }
