@@ -401,4 +401,47 @@ struct FirmwareUpgradeManagerTests {
         #expect(result.summary.bootloaderMode == .swapUsingMove)
         #expect(!rig.tap.sent.contains { $0.header.group == .os && $0.header.command.rawValue == 8 })
     }
+
+    // MARK: Direct-XIP, SUIT
+
+    @Test func directXIPUploadsTheBuildForTheInactiveSlot() async throws {
+        let rig = ManagerRig { $0.bootloader.mode = .directXIPWithRevert }
+        let configuration = SimulatorConfiguration()
+        func build(_ slot: Int) -> McuMgrPackage.Image {
+            let body = Data(managerTestBytes(20_000, seed: UInt64(40 + slot)))
+            let image = try! McuMgrImageBuilder(
+                version: McuMgrImageVersion(major: 1, minor: 1), loadAddress: configuration.slotAddress(image: 0, slot: slot),
+                flags: .romFixed
+            ).image(body: body)
+            return McuMgrPackage.Image(
+                image: 0, slot: slot, contentType: .mcubootImage, hash: image.hash, version: "1.1.0", data: image.data,
+                fileName: "slot\(slot).bin")
+        }
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let result = try await manager.upgrade(images: [build(0), build(1)], configuration: DFUFixtures.configuration(.testAndConfirm))
+        #expect(result.images.first { $0.slot == 1 }?.uploaded == true)
+        #expect(result.images.first { $0.slot == 0 }?.uploaded == false)
+        let running = try #require(rig.device.imageSlots.first { $0.active })
+        #expect(running.slot == 1 && running.confirmed && running.hash == Array(build(1).hash))
+    }
+
+    @Test func suitEnvelopeServesTheResourceTheDeviceAsksFor() async throws {
+        let rig = ManagerRig { $0.suit = SimulatedSUITConfiguration() }
+        let envelope = SimulatedSUITEnvelope.demo(sequenceNumber: 2, applicationSize: 6000)
+        let package = try McuMgrPackage(data: Data(envelope.bytes), fileName: "root.suit")
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+
+        // Without the resource: a clear file error naming it.
+        let error = await expectMcuMgrError { _ = try await manager.upgrade(package) }
+        #expect(error?.kind == .file)
+        #expect(error?.message.contains("file://app.bin") == true)
+
+        let app = Data(try #require(envelope.detachedResources["file://app.bin"]))
+        let result = try await manager.upgrade(package, resources: ["app.bin": app])
+        #expect(result.summary.uploadedImages == [0])
+        #expect(rig.device.suitRootManifest?.sequenceNumber == 2)
+        #expect(rig.device.suitInstalledResources["file://app.bin"] == Array(app))
+        #expect(recorder.logs.contains { $0.contains("asks for resource file://app.bin") })
+    }
 }
