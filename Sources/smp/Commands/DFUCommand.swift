@@ -192,7 +192,8 @@ struct DFUCommand: AsyncParsableCommand {
         let key = text.lowercased().replacingOccurrences(of: "_", with: "-")
         if let number = Int(key), (-1...255).contains(number) { return BootloaderModeKind(rawValue: number) }
         let aliases = ["swap-using-scratch": "swap-scratch", "overwrite-only": "overwrite", "swap-using-move": "swap-move",
-                       "swap-using-offset": "swap-offset", "directxip": "direct-xip", "directxip-revert": "direct-xip-revert"]
+                       "swap-using-offset": "swap-offset", "directxip": "direct-xip", "directxip-revert": "direct-xip-revert",
+                       "single-app": "single-slot", "single-application": "single-slot"]
         let name = aliases[key] ?? key
         if let mode = bootloaderModeNames.first(where: { $0.0 == name })?.1 { return mode }
         throw ValidationError(
