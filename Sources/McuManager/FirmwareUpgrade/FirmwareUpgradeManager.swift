@@ -133,6 +133,16 @@ public actor FirmwareUpgradeManager {
         try await upgrade(images: package.images, configuration: configuration, resources: resources)
     }
 
+    /// Starts an upgrade in a new task and returns at once, as the iOS library's `start(package:using:)`:
+    /// follow it with the delegate or ``events()``; ``cancel()`` stops it.
+    /// - Returns: the task running the upgrade (its value is the result; it throws what the upgrade throws).
+    @discardableResult
+    public nonisolated func start(
+        package: McuMgrPackage, using configuration: FirmwareUpgradeConfiguration = .init()
+    ) -> Task<FirmwareUpgradeResult, any Error> {
+        Task { try await self.upgrade(package, configuration: configuration) }
+    }
+
     /// Upgrades the device with these package files (see ``upgrade(_:configuration:resources:)``).
     public func upgrade(
         images: [McuMgrPackage.Image], configuration: FirmwareUpgradeConfiguration = .init(),

@@ -375,6 +375,19 @@ struct FirmwareUpgradeManagerTests {
         #expect(calls.contains("progress \(image.size)/\(image.size)"))
     }
 
+    @Test func startRunsTheUpgradeInItsOwnTaskLikeTheIOSLibrary() async throws {
+        let rig = ManagerRig()
+        let delegate = RecordingDelegate()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options, delegate: delegate)
+        let image = DFUFixtures.image()
+        let package = try McuMgrPackage(data: image.data, fileName: "app.bin")
+        let task = manager.start(package: package, using: DFUFixtures.configuration(.testAndConfirm))
+        let result = try await task.value
+        #expect(result.summary.uploadedImages == [0])
+        #expect(delegate.calls.current.last == "complete")
+        #expect(rig.device.slot(holding: image.hash)?.confirmed == true)
+    }
+
     @Test func theProgressRateAndTotalsAreReported() async throws {
         let rig = ManagerRig { $0.imageCount = 2 }
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
