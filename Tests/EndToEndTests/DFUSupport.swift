@@ -175,3 +175,48 @@ func dfuResult(_ result: ProcessResult, sourceLocation: SourceLocation = #_sourc
 }
 
 func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+
+/// Lets at most `limit` DFU end-to-end cases run at once: each runs several processes whose waits block
+/// dispatch threads, and an unbounded matrix starves the rest of the test run (timing-sensitive tests of
+/// other suites) on a 2-core machine.
+actor DFUConcurrencyLimit {
+    static let shared = DFUConcurrencyLimit(limit: 3)
+
+    private let limit: Int
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    func run<R: Sendable>(_ body: @Sendable () async throws -> R) async throws -> R {
+        await acquire()
+        defer { release() }
+        return try await body()
+    }
+
+    private func acquire() async {
+        if running < limit {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func release() {
+        if waiting.isEmpty {
+            running -= 1
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
+}
+
+/// `withSimulator` under the DFU concurrency limit.
+@discardableResult
+func withDFUSimulator<R: Sendable>(
+    _ link: Link, extraArguments: [String] = [], _ body: @Sendable @escaping (SimSession) async throws -> R
+) async throws -> R {
+    try await DFUConcurrencyLimit.shared.run {
+        try await withSimulator(link, extraArguments: extraArguments, body)
+    }
+}

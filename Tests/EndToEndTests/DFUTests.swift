@@ -61,7 +61,7 @@ struct DFUTests {
 
     @Test("each upgrade mode on each MCUboot mode", arguments: DFUCase.matrix)
     func matrix(_ test: DFUCase) async throws {
-        try await withSimulator(test.link, extraArguments: Self.simArguments(test.link, bootloader: test.bootloader)) { session in
+        try await withDFUSimulator(test.link, extraArguments: Self.simArguments(test.link, bootloader: test.bootloader)) { session in
             try await Self.check(test, session)
         }
     }
@@ -97,7 +97,7 @@ struct DFUTests {
 
     @Test("multi-image app + net core zip", arguments: [("confirm-only", Link.serial), ("test-and-confirm", Link.udp)])
     func multiImage(_ mode: String, _ link: Link) async throws {
-        try await withSimulator(link, extraArguments: Self.simArguments(link, bootloader: "swap-scratch", extra: ["--images", "2"])) { session in
+        try await withDFUSimulator(link, extraArguments: Self.simArguments(link, bootloader: "swap-scratch", extra: ["--images", "2"])) { session in
             let app = try DFUPackages.image(image: 0)
             let net = try DFUPackages.image(size: 12 * 1024, image: 1)
             let zip = try DFUPackages.write(try DFUPackages.twoCoreZip(app: app.data, net: net.data), "dfu_application.zip", in: session.directory)
@@ -117,7 +117,7 @@ struct DFUTests {
 
     @Test("SUIT envelope: the device asks for a resource, installs and reboots", arguments: Link.allCases)
     func suitEnvelopeWithResource(_ link: Link) async throws {
-        try await withSimulator(link, extraArguments: ["--suit", "--swap-time", "0.2"] + (link == .serial ? ["--reset-vanish"] : [])) { session in
+        try await withDFUSimulator(link, extraArguments: ["--suit", "--swap-time", "0.2"] + (link == .serial ? ["--reset-vanish"] : [])) { session in
             let envelope = SimulatedSUITEnvelope.demo(sequenceNumber: 2, applicationSize: 20 * 1024)
             let suit = try DFUPackages.write(Data(envelope.bytes), "root.suit", in: session.directory)
             let app = try DFUPackages.write(Data(try #require(envelope.detachedResources["file://app.bin"])), "app.bin", in: session.directory)
@@ -138,7 +138,7 @@ struct DFUTests {
 
     @Test("SUIT zip: envelope and cache partition", arguments: [Link.udp])
     func suitZipWithCache(_ link: Link) async throws {
-        try await withSimulator(link, extraArguments: ["--suit", "--swap-time", "0.2"]) { session in
+        try await withDFUSimulator(link, extraArguments: ["--suit", "--swap-time", "0.2"]) { session in
             let envelope = SimulatedSUITEnvelope.demo(sequenceNumber: 3, applicationSize: 8 * 1024)
             let zip = try DFUPackages.write(try DFUPackages.suitZip(envelope), "dfu_application.zip", in: session.directory)
             let run = try await session.smp(["--json", "dfu", zip], timeout: 60)
@@ -153,7 +153,7 @@ struct DFUTests {
 
     @Test("a killed smp dfu resumes from the device's offset when run again", .timeLimit(.minutes(2)))
     func resumeAfterKill() async throws {
-        try await withSimulator(.serial, extraArguments: ["--baud", "230400", "--swap-time", "0.2"]) { session in
+        try await withDFUSimulator(.serial, extraArguments: ["--baud", "230400", "--swap-time", "0.2"]) { session in
             let image = try DFUPackages.image(size: 96 * 1024, seed: 9)
             let path = try DFUPackages.write(image.data, "app_update.bin", in: session.directory)
             // Killed (SIGKILL) while uploading.
@@ -179,7 +179,7 @@ struct DFUTests {
 
     @Test("the live view: states, progress and the final image list", arguments: Link.allCases)
     func humanOutput(_ link: Link) async throws {
-        try await withSimulator(link, extraArguments: Self.simArguments(link, bootloader: "swap-scratch")) { session in
+        try await withDFUSimulator(link, extraArguments: Self.simArguments(link, bootloader: "swap-scratch")) { session in
             let image = try DFUPackages.image(version: (2, 0, 0))
             let path = try DFUPackages.write(image.data, "app.bin", in: session.directory)
             let run = try await session.smp(["dfu", path, "--mode", "test-and-confirm", "--pipeline", "2", "--alignment", "4"], timeout: 60)
@@ -193,7 +193,7 @@ struct DFUTests {
 
     @Test("--no-reset leaves the install to the next reset")
     func noReset() async throws {
-        try await withSimulator(.udp, extraArguments: Self.simArguments(.udp, bootloader: "swap-scratch")) { session in
+        try await withDFUSimulator(.udp, extraArguments: Self.simArguments(.udp, bootloader: "swap-scratch")) { session in
             let image = try DFUPackages.image()
             let path = try DFUPackages.write(image.data, "app.bin", in: session.directory)
             let run = try await session.smp(["--json", "dfu", path, "--no-reset"], timeout: 60)
@@ -208,7 +208,7 @@ struct DFUTests {
 
     @Test("a device that does not come back fails with exit 75 and a clear message")
     func deviceGone() async throws {
-        try await withSimulator(.udp, extraArguments: Self.simArguments(.udp, bootloader: "swap-scratch", extra: ["--swap-time", "30"])) { session in
+        try await withDFUSimulator(.udp, extraArguments: Self.simArguments(.udp, bootloader: "swap-scratch", extra: ["--swap-time", "30"])) { session in
             let path = try DFUPackages.write(try DFUPackages.image().data, "app.bin", in: session.directory)
             let run = try await session.smp(["dfu", path, "--reconnect-timeout", "2"], timeout: 60)
             expectStatus(run, SMPExit.timeout)

@@ -31,7 +31,20 @@ public actor McuMgrClient {
     private let logger: Logger
     private var session: SMPSession
     private var link: LinkState = .closed
-    private var waiting: [SMPRequestID: CheckedContinuation<SMPPacket, any Error>] = [:]
+    private var waiting: [SMPRequestID: Completion] = [:]
+
+    /// Who gets a request's answer: a task waiting in `send`, or a callback from `submit`.
+    private enum Completion {
+        case continuation(CheckedContinuation<SMPPacket, any Error>)
+        case callback(@Sendable (Result<SMPPacket, McuMgrError>) -> Void)
+
+        func complete(_ result: Result<SMPPacket, McuMgrError>) {
+            switch self {
+            case .continuation(let continuation): continuation.resume(with: result.mapError { $0 as any Error })
+            case .callback(let callback): callback(result)
+            }
+        }
+    }
     private var operations: [SMPRequestID: String] = [:]
     private var nextID: UInt64 = 0
     private var timer: Task<Void, Never>?
@@ -96,40 +109,57 @@ public actor McuMgrClient {
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
-    /// - Parameter submitted: called once, on the client, when the request has joined the session's
-    ///   queue (or failed before): a caller that waits for it before sending the next request keeps its
-    ///   requests in order on the wire (uploads do, so the device never sees offsets out of order).
     public func send(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, name: String? = nil, submitted: (@Sendable () -> Void)? = nil
+        timeout: Duration? = nil, name: String? = nil
     ) async throws -> SMPPacket {
-        do {
-            try await ensureOpen()
-        } catch {
-            submitted?()
-            throw error
-        }
+        try await ensureOpen()
         let id = SMPRequestID(nextID)
         nextID &+= 1
         let label = name ?? "\(group) command \(command)"
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                waiting[id] = continuation
+                waiting[id] = .continuation(continuation)
                 operations[id] = label
                 if Task.isCancelled {
                     execute([.fail(id, .cancelled)])
-                    submitted?()
                     return
                 }
                 execute(
                     session.submit(
                         id, operation: operation, group: group, command: command, payload: payload,
                         timeout: timeout ?? configuration.timeout, now: now))
-                submitted?()
             }
         } onCancel: {
             Task { await self.cancel(id) }
         }
+    }
+
+    /// Sends a request without waiting for its answer: `completion` gets the raw response packet (any
+    /// status) or the error, exactly once, on the client. Requests submitted one after the other (each
+    /// `submit` awaited) go out in that order; pipelined uploads use this.
+    /// - Returns: a handle to cancel the request with ``cancel(_:)``.
+    /// - Throws: `McuMgrError` when the link cannot be opened (`completion` is then not called).
+    public func submit(
+        operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
+        timeout: Duration? = nil, name: String? = nil,
+        completion: @escaping @Sendable (Result<SMPPacket, McuMgrError>) -> Void
+    ) async throws -> McuMgrRequestHandle {
+        try await ensureOpen()
+        let id = SMPRequestID(nextID)
+        nextID &+= 1
+        waiting[id] = .callback(completion)
+        operations[id] = name ?? "\(group) command \(command)"
+        execute(
+            session.submit(
+                id, operation: operation, group: group, command: command, payload: payload,
+                timeout: timeout ?? configuration.timeout, now: now))
+        return McuMgrRequestHandle(id: id)
+    }
+
+    /// Abandons a submitted request: its completion gets a `.cancelled` error unless it already ran.
+    public func cancel(_ handle: McuMgrRequestHandle) {
+        cancel(handle.id)
     }
 
     /// Decodes a response packet: device status first, then the typed body.
@@ -286,10 +316,10 @@ public actor McuMgrClient {
                 }
             case .complete(let id, let packet):
                 operations[id] = nil
-                waiting.removeValue(forKey: id)?.resume(returning: packet)
+                waiting.removeValue(forKey: id)?.complete(.success(packet))
             case .fail(let id, let error):
                 let operation = operations.removeValue(forKey: id) ?? "request"
-                waiting.removeValue(forKey: id)?.resume(throwing: mapError(error, operation: operation))
+                waiting.removeValue(forKey: id)?.complete(.failure(mapError(error, operation: operation)))
             }
         }
         rearmTimer()
@@ -331,6 +361,11 @@ public actor McuMgrClient {
             await self.timerFired()
         }
     }
+}
+
+/// A request sent with `McuMgrClient.submit`, to cancel it.
+public struct McuMgrRequestHandle: Sendable, Hashable {
+    let id: SMPRequestID
 }
 
 extension McuMgrRequest {

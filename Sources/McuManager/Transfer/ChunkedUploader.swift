@@ -40,11 +40,6 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         self.control = control
     }
 
-    private enum Outcome: Sendable {
-        case answered(SMPUploadPlanner.Chunk, Int)
-        case lost(SMPUploadPlanner.Chunk, McuMgrError)
-    }
-
     /// Uploads all of `source`.
     /// - Returns: what the upload did (where it resumed, chunk size, depth).
     /// - Throws: `McuMgrError` (device errors, timeouts, `.cancelled`).
@@ -103,11 +98,26 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let configuration = self.configuration
 
         let control = self.control
-        // Each chunk joins the client's queue before the next is made, so chunks go out in offset order.
-        let (submissions, submitted) = AsyncStream.makeStream(of: Void.self)
-        var submissionIterator = submissions.makeAsyncIterator()
-        defer { submitted.finish() }
-        try await withThrowingTaskGroup(of: Outcome.self) { group in
+        // Chunks are submitted one after the other (so they go out in offset order) and their answers
+        // come back through one stream, handled here in arrival order: no task per chunk.
+        let (answers, sink) = AsyncStream.makeStream(of: (SMPUploadPlanner.Chunk, Result<SMPPacket, McuMgrError>).self)
+        var pendingAnswers = answers.makeAsyncIterator()
+        var handles: [SMPUploadPlanner.Chunk: McuMgrRequestHandle] = [:]
+        var payloads: [SMPUploadPlanner.Chunk: [UInt8]] = [:]
+        var busyRetries: [SMPUploadPlanner.Chunk: Int] = [:]
+        var maximumLengths: [Int: Int] = [:]
+
+        func submit(_ chunk: SMPUploadPlanner.Chunk, payload: [UInt8]) async throws {
+            let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
+            handles[chunk] = try await client.submit(
+                operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
+                payload: payload, timeout: timeout, name: Target.Request.operationName
+            ) { result in sink.yield((chunk, result)) }
+            payloads[chunk] = payload
+            running += 1
+        }
+
+        do {
             while true {
                 try Task.checkCancellation()
                 // Paused: let the chunks in flight drain, then hold until resumed.
@@ -119,40 +129,51 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 while !firstChunkPending, control?.isPaused != true {
                     let offset = planner.nextOffset
                     guard offset < total, planner.inFlight.count < depth else { break }
-                    let maximum = try maximumDataLength(at: offset, total: total, messageLimit: messageLimit)
+                    // The request's size without data depends only on whether it is the first chunk and on
+                    // the size of the offset's CBOR head: computed once per kind.
+                    let sizeKey = offset == 0 ? 0 : CBORWriter.headSize(argument: UInt64(offset))
+                    let maximum: Int
+                    if let known = maximumLengths[sizeKey] {
+                        maximum = known
+                    } else {
+                        maximum = try maximumDataLength(at: offset, total: total, messageLimit: messageLimit)
+                        maximumLengths[sizeKey] = maximum
+                    }
                     guard let chunk = planner.nextChunk(maximumLength: maximum) else { break }
                     let data = try source.read(offset: chunk.offset, length: chunk.length)
-                    let request = target.request(offset: chunk.offset, data: data, totalSize: total)
-                    let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
+                    let payload = try Self.encode(target.request(offset: chunk.offset, data: data, totalSize: total))
                     if chunk.offset == 0 { firstChunkPending = true }
                     chunksSent += 1
                     largestChunk = max(largestChunk, chunk.length)
-                    running += 1
-                    let once = SubmissionSignal(submitted)
-                    group.addTask {
-                        defer { once.signal() }
-                        do {
-                            let offset = try await Self.send(
-                                request, client: client, target: target, timeout: timeout, configuration: configuration,
-                                submitted: once.signal)
-                            return .answered(chunk, offset)
-                        } catch let error as McuMgrError where error.kind == .timeout {
-                            return .lost(chunk, error)
-                        }
-                    }
-                    _ = await submissionIterator.next()
+                    try await submit(chunk, payload: payload)
                 }
                 if planner.isComplete { break }
                 if running == 0, control?.isPaused == true { continue }
-                guard running > 0, let outcome = try await group.next() else {
+                guard running > 0 else {
                     throw McuMgrError(
                         .protocolViolation,
                         "\(Target.Request.operationName) stalled at offset \(planner.confirmedOffset) of \(total); retry the upload")
                 }
+                guard let (chunk, result) = await pendingAnswers.next() else { throw CancellationError() }
                 running -= 1
+                handles[chunk] = nil
+                let payload = payloads.removeValue(forKey: chunk)
                 let confirmedBefore = planner.confirmedOffset
-                switch outcome {
-                case .answered(let chunk, let deviceOffset):
+                switch result {
+                case .success(let packet):
+                    let deviceOffset: Int
+                    do {
+                        deviceOffset = try target.deviceOffset(from: packet)
+                    } catch let error as McuMgrError where error.returnCode == .busy {
+                        // Busy: send the same chunk again after a pause.
+                        let count = (busyRetries[chunk] ?? 0) + 1
+                        busyRetries[chunk] = count
+                        guard count <= configuration.maximumBusyRetries, let payload else { throw error }
+                        try await Task.sleep(for: configuration.busyRetryDelay)
+                        try await submit(chunk, payload: payload)
+                        continue
+                    }
+                    busyRetries[chunk] = nil
                     if chunk.offset == 0 {
                         firstChunkPending = false
                         if resumedFrom == nil {
@@ -168,11 +189,13 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                             .protocolViolation,
                             "\(Target.Request.operationName): the device reported offset \(bad), outside the \(total)-byte upload; reset the device and retry")
                     }
-                case .lost(let chunk, let error):
+                case .failure(let error) where error.kind == .timeout:
                     if chunk.offset == 0 { firstChunkPending = false }
                     consecutiveLosses += 1
                     if consecutiveLosses > configuration.maximumTimeoutRetries { throw error }
                     planner.chunkLost(chunk)
+                case .failure(let error):
+                    throw error
                 }
                 if planner.confirmedOffset > confirmedBefore {
                     stalls = 0
@@ -190,7 +213,13 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     }
                 }
             }
+        } catch {
+            // Abandon what is still in flight.
+            sink.finish()
+            for handle in handles.values { await client.cancel(handle) }
+            throw error
         }
+        sink.finish()
         return UploadResult(
             totalBytes: total, resumedFrom: resumedFrom ?? 0, chunkSize: largestChunk, pipelineDepth: depth,
             chunksSent: chunksSent, duration: clock.now - started)
@@ -239,10 +268,18 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         return length
     }
 
+    static func encode(_ request: Target.Request) throws -> [UInt8] {
+        do {
+            return try CBOREncoder().encode(request)
+        } catch {
+            throw McuMgrError(.usage, "cannot encode \(Target.Request.self): \(error)")
+        }
+    }
+
     /// Sends one chunk, resending while the device answers busy.
     static func send(
         _ request: Target.Request, client: McuMgrClient, target: Target, timeout: Duration,
-        configuration: UploadConfiguration, submitted: (@Sendable () -> Void)? = nil
+        configuration: UploadConfiguration
     ) async throws -> Int {
         let payload: [UInt8]
         do {
@@ -254,7 +291,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         while true {
             let packet = try await client.send(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
-                payload: payload, timeout: timeout, name: Target.Request.operationName, submitted: submitted)
+                payload: payload, timeout: timeout, name: Target.Request.operationName)
             do {
                 return try target.deviceOffset(from: packet)
             } catch let error as McuMgrError where error.returnCode == .busy && busy < configuration.maximumBusyRetries {
@@ -269,18 +306,3 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     }
 }
 
-/// Signals the upload loop once that a chunk has joined the client's queue (or will never join it).
-private final class SubmissionSignal: Sendable {
-    private let continuation: AsyncStream<Void>.Continuation
-    private let fired = LockedState(false)
-
-    init(_ continuation: AsyncStream<Void>.Continuation) { self.continuation = continuation }
-
-    @Sendable func signal() {
-        let first = fired.withLock { done -> Bool in
-            defer { done = true }
-            return !done
-        }
-        if first { continuation.yield() }
-    }
-}
