@@ -44,6 +44,16 @@ struct SimulatorFrontEndResetTests {
         return fd
     }
 
+    /// Polls `condition` every 10 ms for up to 10 s.
+    static func waitUntil(_ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
     static func linkExists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0
@@ -52,7 +62,7 @@ struct SimulatorFrontEndResetTests {
     @Test func ptyVanishesDuringTheRebootAndComesBackFresh() async throws {
         var configuration = SimulatorConfiguration()
         configuration.resetDelay = .milliseconds(100)
-        configuration.bootTime = .milliseconds(600)
+        configuration.bootTime = .seconds(1)
         let device = SimulatedDevice(configuration: configuration)
         let link = FileManager.default.temporaryDirectory.appendingPathComponent("smp-sim-vanish-\(getpid())").path
         let frontEnd = PtyFrontEnd(
@@ -65,19 +75,16 @@ struct SimulatorFrontEndResetTests {
         let echo = smpRequest(.write, group: .os, command: 0, body: ["d": "before"])
         let answer = try #require(Self.exchangeRaw(fd, echo))
         #expect(try decodeResponse(answer, bufferSize: 2048)["r"]?.string == "before")
-        // Reset: answered first, then the port goes away for the reboot.
+        // Reset: answered first, then the port goes away for the reboot (no fixed sleeps: the machine may
+        // be busy; the device stays down for a whole second).
         #expect(Self.exchangeRaw(fd, smpRequest(.write, group: .os, command: 5)) != nil)
-        try await Task.sleep(for: .milliseconds(350))
-        #expect(!Self.linkExists(link))
-        #expect(!frontEnd.isPresent && frontEnd.path == nil)
-        #expect(Self.read(fd, timeout: .milliseconds(100)) == [])  // the old port reads EIO / hang-up
+        let gone = try await Self.waitUntil { !Self.linkExists(link) }
+        #expect(gone)
+        #expect(!frontEnd.isPresent)
+        #expect(Self.read(fd, timeout: .seconds(2)) == [])  // the old port reads EIO / hang-up
         // It comes back as a fresh pty behind the same link.
-        var waited = Duration.zero
-        while !Self.linkExists(link) && waited < .seconds(3) {
-            try await Task.sleep(for: .milliseconds(50))
-            waited += .milliseconds(50)
-        }
-        #expect(Self.linkExists(link))
+        let back = try await Self.waitUntil { Self.linkExists(link) && frontEnd.path != nil }
+        #expect(back)
         let secondPath = try #require(frontEnd.path)
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == secondPath)
         let again = Self.openPort(link)
@@ -94,7 +101,7 @@ struct SimulatorFrontEndResetTests {
         var configuration = SimulatorConfiguration()
         configuration.resetDelay = .milliseconds(50)
         configuration.bootTime = .milliseconds(50)
-        configuration.swapTime = .milliseconds(700)
+        configuration.swapTime = .seconds(3)
         let device = SimulatedDevice(configuration: configuration)
         // Something to swap: upload and test a new image.
         let image = SimulatedImageGroupTests.makeImage(SimulatorImageVersion(2, 0, 0))
@@ -123,10 +130,11 @@ struct SimulatorFrontEndResetTests {
         send(smpRequest(.write, group: .os, command: 5))
         #expect(Self.read(fd, timeout: .seconds(2)) != nil)  // the reset is answered
         send(echo)
-        #expect(Self.read(fd, timeout: .milliseconds(400)) == nil)  // swapping: silent
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(Self.read(fd, timeout: .milliseconds(300)) == nil)  // swapping: silent
+        #expect(device.isRebooting())
+        _ = try await Self.waitUntil { !device.isRebooting() }
         send(echo)
-        #expect(Self.read(fd, timeout: .seconds(2)) != nil)
+        #expect(Self.read(fd, timeout: .seconds(5)) != nil)
         #expect(try SimulatedBootloaderModeTests.summary(device).first == "0 2.0.0 bootable,active")
         await frontEnd.stop()
     }
