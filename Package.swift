@@ -76,7 +76,11 @@ let package = Package(
         .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "McuMgrCore", "McuManager", "McuMgrSimulator", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]),
         .testTarget(
             name: "HardwareTests",
             dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrDiscovery"],
