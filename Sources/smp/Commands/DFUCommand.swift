@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import McuManager
 import McuMgrCore
+import McuMgrDiscovery
 
 #if canImport(Glibc)
 import Glibc
@@ -125,9 +126,33 @@ struct DFUCommand: AsyncParsableCommand {
             performReset: !noReset)
         let view = DFUView(json: context.json, verbose: global.verbose)
         view.describe(package: package)
-        let manager = FirmwareUpgradeManager(
-            client: context.client, reconnection: Self.reconnection(for: context.uri))
-        _ = try await Self.run(manager, images: package.images, configuration: configuration, resources: resourceData, view: view)
+        // A board picked by a discovery filter (usb:..., auto) is followed across its resets, even when it
+        // comes back under another tty name; other devices are reopened at the same path or address.
+        let follower = await ResetFollowing.prepare(context)
+        let reconnection = follower.map { followingReconnection($0, context) } ?? Self.reconnection(for: context.uri)
+        let manager = FirmwareUpgradeManager(client: context.client, reconnection: reconnection)
+        do {
+            _ = try await Self.run(
+                manager, images: package.images, configuration: configuration, resources: resourceData, view: view)
+        } catch {
+            await follower?.stop()
+            throw error
+        }
+        await follower?.stop()
+    }
+
+    /// Reopens the followed board wherever it came back, with the same serial options.
+    private func followingReconnection(_ follower: DeviceFollower, _ context: CommandContext) -> FirmwareUpgradeReconnection {
+        let options = context.uri.options
+        let verbose = global.verbose
+        let timeout = Duration.milliseconds(Int64(reconnectTimeout * 1000))
+        let logger = DiscoveryOptions.logger(verbose: verbose)
+        return .factory {
+            let device = try await follower.reconnected(within: timeout)
+            if verbose { Terminal.error("device: back at serial:\(device.path) after the reset") }
+            return try DeviceResolver.transport(
+                for: McuMgrDeviceURI(scheme: .serial, target: device.path, options: options), logger: logger)
+        }
     }
 
     /// Runs an upgrade with the live view; SIGINT cancels it (exit 130; a new run resumes the upload).
