@@ -166,8 +166,8 @@ struct FirmwareUpgradeManagerTests {
         let upgrade = Task { try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.uploadOnly)) }
         await recorder.wait { if case .paused = $0 { true } else { false } }
         #expect(manager.isPaused)
-        // Let the chunks in flight drain, then nothing more goes out.
-        try await Task.sleep(for: .milliseconds(150))
+        // Let the chunks in flight drain (however slow this machine is), then nothing more goes out.
+        try await waitUntilQuiet { [rig.tap.sent.count, recorder.progress.count] }
         let sentWhilePaused = rig.tap.sent.count
         let progressWhilePaused = recorder.progress.count
         try await Task.sleep(for: .milliseconds(300))
@@ -457,4 +457,26 @@ struct FirmwareUpgradeManagerTests {
         #expect(rig.device.suitInstalledResources["file://app.bin"] == Array(app))
         #expect(recorder.logs.contains { $0.contains("asks for resource file://app.bin") })
     }
+}
+
+/// Waits until `observe` has returned the same value for `quiet` (at most `limit` in all): in-flight
+/// work has drained, however loaded the machine is.
+func waitUntilQuiet<T: Equatable>(
+    quiet: Duration = .milliseconds(200), limit: Duration = .seconds(10), _ observe: () -> T
+) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + limit
+    var last = observe()
+    var since = clock.now
+    while clock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+        let now = observe()
+        if now != last {
+            last = now
+            since = clock.now
+        } else if clock.now - since >= quiet {
+            return
+        }
+    }
+    Issue.record("still changing after \(limit)")
 }
