@@ -79,7 +79,12 @@ let package = Package(
         .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["McuMgrCore", "TestSupport"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "McuMgrCore", "McuManager", "McuMgrSimulator", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                "TestSupport",
+            ]),
         .testTarget(
             name: "HardwareTests",
             dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrDiscovery", "McuMgrBLE"],

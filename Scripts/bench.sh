@@ -5,6 +5,8 @@
 #   (b) 1 MiB fs upload over a pty emulating a 1,000,000 baud UART (smp-sim --baud 1000000), with the
 #       link's payload ceiling for console framing
 #   (c) `smp os echo` as a whole process, median of 20 runs over UDP
+#   (d) a 1 MiB MCUboot image: `smp dfu --mode upload-only` against `smpmgr upgrade`, over UDP and over the
+#       1,000,000 baud pty, with the serial ceiling for image-upload chunks
 # Timing: both clients over the upload phase (smp's --json transfer_seconds; smpclient's upload loop);
 # smp also as a whole process. Best of BENCH_RUNS runs each.
 # Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000)
@@ -17,7 +19,8 @@ baud="${BENCH_BAUD:-1000000}"
 size=$((1 << 20))
 
 bash Scripts/setup.sh
-py="$repo/.venv/bin/python"
+venv="${SMP_TEST_VENV:-$repo/.venv}"
+py="$venv/bin/python"
 if [[ "${1:-}" != "--no-build" ]]; then
     echo "building release (swift build -c release --product smp / smp-sim)..." >&2
     swift build -c release --product smp >&2
@@ -156,4 +159,118 @@ import statistics, sys
 ms = sorted(float(t) * 1000 for t in sys.argv[1:])
 print(f"echo (whole smp process, UDP): median {statistics.median(ms):.1f} ms over {len(ms)} runs"
       f" (min {ms[0]:.1f}, max {ms[-1]:.1f}; target << 100 ms)")
+PY
+
+# (d) firmware upgrade of a 1 MiB MCUboot image: `smp dfu --mode upload-only` against `smpmgr upgrade`
+# (smpmgr 0.19.1: upload, mark for test, reset) on the same smp-sim, over UDP and over the emulated
+# 1,000,000 baud pty. Both as whole processes (best of $runs; smpmgr once on serial), smp also over its
+# upload phase (--json upload_seconds: first chunk until the device confirmed the last byte).
+imgtool="$venv/bin/imgtool"
+slot=$((2 << 20))
+head -c $((size - 0x200 - 48)) /dev/urandom >"$work/fw-body.bin"
+"$imgtool" sign --pad-header -H 0x200 -S "$slot" -v 1.2.3 "$work/fw-body.bin" "$work/fw.bin" >/dev/null
+fw_size=$(stat -c %s "$work/fw.bin")
+
+# Runs smpmgr with its UDP port pointed at $1 (smpmgr always uses 1337 otherwise); writes the seconds
+# from after Python's imports to its exit (connect, upload, test, reset) to $work/smpmgr.seconds.
+smpmgr_run() {
+    local port="$1"
+    shift
+    "$py" -c '
+import atexit, sys, time
+from smpclient.transport.udp import SMPUDPTransport
+SMPUDPTransport.connect.__defaults__ = (int(sys.argv.pop(1)),)
+from smpmgr.main import app
+out = sys.argv.pop(1)
+t0 = time.monotonic()
+atexit.register(lambda: open(out, "w").write(str(time.monotonic() - t0)))
+sys.argv[0] = "smpmgr"
+sys.exit(app())' "$port" "$work/smpmgr.seconds" "$@"
+}
+
+# Best "UPLOAD WALL" seconds of `smp dfu --mode upload-only` over $runs runs (a fresh device each run).
+time_smp_dfu() {
+    local best="" best_wall="" t0 t1 t wall device
+    for _ in $(seq "$runs"); do
+        start_sim 1 "$@" --slot-size "$slot"
+        device="$(sim_device)"
+        t0=$(now)
+        t=$("$smp" --device "$device" --json dfu "$work/fw.bin" --mode upload-only |
+            "$py" -c 'import json,sys
+for line in sys.stdin:
+    o = json.loads(line)
+    if o.get("event") == "result": print(o["upload_seconds"])')
+        t1=$(now)
+        stop_sim
+        wall=$("$py" -c "print($t1 - $t0)")
+        if [[ -z "$best" ]] || "$py" -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; fi
+        if [[ -z "$best_wall" ]] || "$py" -c "import sys; sys.exit(0 if $wall < $best_wall else 1)"; then best_wall=$wall; fi
+    done
+    echo "$best $best_wall"
+}
+
+# Best "WALL AFTER_IMPORTS" seconds of `smpmgr upgrade` over $1 runs (a fresh device each run).
+time_smpmgr_upgrade() {
+    local n="$1" best="" best_inner="" t0 t1 wall inner
+    shift
+    for _ in $(seq "$n"); do
+        start_sim 1 "$@" --slot-size "$slot"
+        t0=$(now)
+        if [[ "$1" == "--udp" ]]; then
+            udp="$(grep -m1 '^udp ' "$work/sim.out" | cut -d' ' -f2)"
+            smpmgr_run "${udp##*:}" --ip 127.0.0.1 --mtu 1472 --timeout 5 upgrade "$work/fw.bin" >/dev/null
+        else
+            smpmgr_run 1337 --port "$work/tty" --baudrate "$baud" --timeout 5 upgrade "$work/fw.bin" >/dev/null
+        fi
+        t1=$(now)
+        stop_sim
+        wall=$("$py" -c "print($t1 - $t0)")
+        inner=$(cat "$work/smpmgr.seconds")
+        if [[ -z "$best" ]] || "$py" -c "import sys; sys.exit(0 if $wall < $best else 1)"; then best=$wall; fi
+        if [[ -z "$best_inner" ]] || "$py" -c "import sys; sys.exit(0 if $inner < $best_inner else 1)"; then best_inner=$inner; fi
+    done
+    echo "$best $best_inner"
+}
+
+sim_device() {
+    if grep -q '^udp ' "$work/sim.out"; then
+        echo "udp:$(grep -m1 '^udp ' "$work/sim.out" | cut -d' ' -f2)"
+    else
+        echo "serial:$work/tty"
+    fi
+}
+
+read -r dfu_udp dfu_udp_wall <<<"$(time_smp_dfu --udp 127.0.0.1:0)"
+read -r mgr_udp mgr_udp_inner <<<"$(time_smpmgr_upgrade "$runs" --udp 127.0.0.1:0)"
+read -r dfu_serial dfu_serial_wall <<<"$(time_smp_dfu --pty-link "$work/tty" --baud "$baud")"
+read -r mgr_serial mgr_serial_inner <<<"$(time_smpmgr_upgrade 1 --pty-link "$work/tty" --baud "$baud")"
+"$py" - "$fw_size" "$dfu_udp" "$dfu_udp_wall" "$mgr_udp" "$dfu_serial" "$dfu_serial_wall" "$mgr_serial" "$baud" "$mgr_udp_inner" "$buf_size" <<'PY'
+import math, sys
+import cbor2
+size = int(sys.argv[1])
+dfu_udp, dfu_udp_wall, mgr_udp, dfu_serial, dfu_serial_wall, mgr_serial = map(float, sys.argv[2:8])
+baud, mgr_inner, buf_size = int(sys.argv[8]), float(sys.argv[9]), int(sys.argv[10])
+mib = 1 << 20
+print(f"dfu udp 1MiB image: smp dfu whole process {dfu_udp_wall:.3f} s = {size/dfu_udp_wall/mib:.2f} MiB/s (upload phase"
+      f" {dfu_udp:.3f} s = {size/dfu_udp/mib:.2f} MiB/s); smpmgr upgrade whole process {mgr_udp:.3f} s, after its Python"
+      f" imports {mgr_inner:.3f} s = {size/mgr_inner/mib:.2f} MiB/s; ratio {mgr_udp/dfu_udp_wall:.1f}x whole process,"
+      f" {mgr_inner/dfu_udp_wall:.1f}x against smpmgr without its start-up  (target >= 3x)")
+# Ceiling: image upload chunks {"off": N >= 65536, "data": ...} filling the device buffer (buf_size less
+# the serial link's 2-byte length and 2-byte CRC), console framing as in (b).
+packet_limit = buf_size - 4
+def packet(n):
+    return 8 + len(cbor2.dumps({"off": 524288, "data": b"\0" * n}))
+data = packet_limit
+while packet(data) > packet_limit:
+    data -= 1
+p = packet(data)
+body = 2 + p + 2
+b64 = 4 * math.ceil(body / 3)
+lines = math.ceil(b64 / 124)
+wire = b64 + 3 * lines
+ceiling = baud / 10 * data / wire
+print(f"dfu serial ceiling: {baud} baud / 10 x image-chunk payload fraction {data}/{wire} = {data/wire:.4f} -> {ceiling/mib:.3f} MiB/s")
+print(f"dfu serial 1MiB image @ {baud} baud: smp dfu upload phase {size/dfu_serial/mib:.3f} MiB/s ({dfu_serial:.2f} s) ="
+      f" {100*size/dfu_serial/ceiling:.1f}% of ceiling (target >= 90%); whole process {dfu_serial_wall:.2f} s;"
+      f" smpmgr upgrade {mgr_serial:.2f} s whole process, ratio {mgr_serial/dfu_serial_wall:.2f}x")
 PY

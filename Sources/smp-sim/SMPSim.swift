@@ -78,6 +78,9 @@ struct SMPSim: AsyncParsableCommand {
     @Flag(help: "A reset removes the pty (and its --pty-link) while the device reboots and creates a fresh one after, like USB CDC re-enumeration.")
     var resetVanish = false
 
+    @Option(help: ArgumentHelp("Size of every image slot in bytes (default 483328 = 0x76000); larger uploads fail with IMG err 30.", valueName: "bytes"))
+    var slotSize: Int?
+
     @Option(help: ArgumentHelp("Serve as a Bluetooth LE peripheral through BlueZ on this adapter (e.g. hci1): SMP GATT service, advertised with its UUID.", valueName: "adapter"))
     var ble: String?
 
@@ -109,6 +112,7 @@ struct SMPSim: AsyncParsableCommand {
         guard swapTime >= 0, swapTime <= 3600 else { throw ValidationError("--swap-time must be 0...3600 seconds") }
         if resetVanish && ptyLink == nil && !pty { throw ValidationError("--reset-vanish needs --pty or --pty-link") }
         for endpoint in udp { _ = try Self.hostPort(endpoint) }
+        if let slotSize, !(4096...(256 << 20)).contains(slotSize) { throw ValidationError("--slot-size must be 4096...268435456 bytes") }
     }
 
     static func hostPort(_ text: String) throws -> (String, Int) {
@@ -128,6 +132,7 @@ struct SMPSim: AsyncParsableCommand {
         configuration.bootloader.noDowngrade = noDowngrade
         if suit { configuration.suit = SimulatedSUITConfiguration() }
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
+        if let slotSize { configuration.imageSlotSize = slotSize }
         let device = SimulatedDevice(configuration: configuration)
 
         var stops: [@Sendable () async -> Void] = []

@@ -26,7 +26,7 @@ struct SMP: AsyncParsableCommand {
             OSCommand.self, ImageCommand.self, StatCommand.self, SettingsCommand.self, FSCommand.self,
             ShellCommand.self, EnumCommand.self, BasicCommand.self, LogCommand.self, CrashCommand.self,
             RunCommand.self,
-            DevicesCommand.self,
+            DFUCommand.self, DemoCommand.self, DevicesCommand.self,
             BLECommand.self,
         ]
     )

@@ -70,6 +70,29 @@ struct BLEEndToEndTests {
         }
     }
 
+    @Test(arguments: ["", "?acquire=off"])
+    func firmwareUpgradeTestAndConfirmAcrossTheReset(_ options: String) async throws {
+        try await withBLESimulator { session in
+            let (image, hash) = try DFUPackages.image(version: (2, 1, 0), size: 48 * 1024, seed: 42)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(
+                ["--json", "dfu", path, "--mode", "test-and-confirm"], device: BLEEndToEndTests.device + options, timeout: 120)
+            expectSuccess(run)
+            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+            #expect(states.contains("reset"), "\(states)")
+            #expect(states.contains("confirm"), "\(states)")
+            #expect(dfuResult(run) != nil)
+            // The new image runs, confirmed, after the reset and the reconnection over BLE.
+            let list = try await session.smp(["--json", "image", "list"], device: BLEEndToEndTests.device + options)
+            expectSuccess(list)
+            let slots = jsonObject(list)?["images"] as? [[String: Any]] ?? []
+            let active = slots.first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash))
+            #expect(active?["version"] as? String == "2.1.0")
+            #expect(active?["confirmed"] as? Bool == true)
+        }
+    }
+
     @Test func clientsUsingSocketsAndDBusTakeTurns() async throws {
         // Each smp run connects afresh; the two ways to write and be notified must not disturb each other.
         try await withBLESimulator { session in

@@ -350,3 +350,39 @@ struct NoUdevDevicesTests {
         expectStatus(report["watch-usage"], SMPExit.usage)
     }
 }
+
+extension UdevDiscoveryTests {
+    /// `smp dfu` on a board picked by `usb:`: the reset makes it leave the bus and come back as another
+    /// tty; the upgrade follows it there, confirms the new image, and the final list shows it running.
+    @Test func dfuFollowsTheBoardToItsNewTTYAcrossTheReset() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let image = try DFUPackages.image(version: (2, 3, 4), size: 16 * 1024, seed: 42)
+        let path = try DFUPackages.write(image.data, "app.bin", in: directory)
+        let sim = try await SimProcess.start(["--pty-link", directory.path("tty")])
+        defer { sim.stop() }
+        let report = try await Bed.run([
+            "devices": [Bed.nordic(relayTo: sim.ptyPath!), Bed.ftdi],
+            "on_reset": ["device": "nordic", "ttys": ["ttyACM3"], "gone": 0.5],
+            "steps": [
+                Bed.smp(
+                    "dfu", ["--device", "usb:1915:520f", "-v", "--json", "dfu", path, "--mode", "test-and-confirm"],
+                    timeout: 90),
+                Bed.smp("list", ["--device", "usb:1915:520f", "--json", "image", "list"]),
+            ],
+        ], timeout: 150)
+        #expect(report.error == nil, "\(report.error ?? "") \(report.log)")
+        let dfu = expectSuccess(report["dfu"])
+        #expect(dfu.stderr.contains("device: usb:1915:520f -> serial:/dev/ttyACM0"), "\(dfu)")
+        #expect(dfu.stderr.contains("device: back at serial:/dev/ttyACM3 after the reset"), "\(dfu) \(report.log)")
+        let result = dfuResult(dfu)
+        #expect(result?["status"] as? String == "success", "\(dfu.stdout)")
+        let list = expectSuccess(report["list"])
+        let slots = try #require(
+            (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["images"] as? [[String: Any]])
+        let running = slots.first { $0["active"] as? Bool == true }
+        #expect(running?["version"] as? String == "2.3.4", "\(list.stdout)")
+        #expect(running?["confirmed"] as? Bool == true, "\(list.stdout)")
+        #expect(running?["hash"] as? String == hex(image.hash), "\(list.stdout)")
+    }
+}

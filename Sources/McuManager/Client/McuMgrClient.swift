@@ -31,12 +31,28 @@ public actor McuMgrClient {
     private let logger: Logger
     private var session: SMPSession
     private var link: LinkState = .closed
-    private var waiting: [SMPRequestID: CheckedContinuation<SMPPacket, any Error>] = [:]
+    private var waiting: [SMPRequestID: Completion] = [:]
+
+    /// Who gets a request's answer: a task waiting in `send`, or a callback from `submit`.
+    private enum Completion {
+        case continuation(CheckedContinuation<SMPPacket, any Error>)
+        case callback(@Sendable (Result<SMPPacket, McuMgrError>) -> Void)
+
+        func complete(_ result: Result<SMPPacket, McuMgrError>) {
+            switch self {
+            case .continuation(let continuation): continuation.resume(with: result.mapError { $0 as any Error })
+            case .callback(let callback): callback(result)
+            }
+        }
+    }
     private var operations: [SMPRequestID: String] = [:]
     private var nextID: UInt64 = 0
     private var timer: Task<Void, Never>?
     private var timerDeadline: SMPInstant?
-    private var events: Task<Void, Never>?
+    /// Transport events on their way to the actor (see `TransportInbox`).
+    private let inbox = TransportInbox()
+    /// Tags the current link's events; bumped when a link closes so late events of an old link are dropped.
+    private var linkGeneration = 0
     private var lastDrop: SMPFramingDrop?
     private let clock = ContinuousClock()
     private let epoch: ContinuousClock.Instant
@@ -103,7 +119,7 @@ public actor McuMgrClient {
         let label = name ?? "\(group) command \(command)"
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                waiting[id] = continuation
+                waiting[id] = .continuation(continuation)
                 operations[id] = label
                 if Task.isCancelled {
                     execute([.fail(id, .cancelled)])
@@ -117,6 +133,33 @@ public actor McuMgrClient {
         } onCancel: {
             Task { await self.cancel(id) }
         }
+    }
+
+    /// Sends a request without waiting for its answer: `completion` gets the raw response packet (any
+    /// status) or the error, exactly once, on the client. Requests submitted one after the other (each
+    /// `submit` awaited) go out in that order; pipelined uploads use this.
+    /// - Returns: a handle to cancel the request with ``cancel(_:)``.
+    /// - Throws: `McuMgrError` when the link cannot be opened (`completion` is then not called).
+    public func submit(
+        operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
+        timeout: Duration? = nil, name: String? = nil,
+        completion: @escaping @Sendable (Result<SMPPacket, McuMgrError>) -> Void
+    ) async throws -> McuMgrRequestHandle {
+        try await ensureOpen()
+        let id = SMPRequestID(nextID)
+        nextID &+= 1
+        waiting[id] = .callback(completion)
+        operations[id] = name ?? "\(group) command \(command)"
+        execute(
+            session.submit(
+                id, operation: operation, group: group, command: command, payload: payload,
+                timeout: timeout ?? configuration.timeout, now: now))
+        return McuMgrRequestHandle(id: id)
+    }
+
+    /// Abandons a submitted request: its completion gets a `.cancelled` error unless it already ran.
+    public func cancel(_ handle: McuMgrRequestHandle) {
+        cancel(handle.id)
     }
 
     /// Decodes a response packet: device status first, then the typed body.
@@ -158,9 +201,8 @@ public actor McuMgrClient {
         let wasOpen: Bool
         if case .closed = link { wasOpen = false } else { wasOpen = true }
         link = .closed
+        linkGeneration += 1
         execute(session.linkFailed("the connection was closed"))
-        events?.cancel()
-        events = nil
         timer?.cancel()
         timer = nil
         timerDeadline = nil
@@ -180,27 +222,48 @@ public actor McuMgrClient {
         case .opening(let task):
             try await task.value
         case .closed:
-            let (stream, continuation) = AsyncStream.makeStream(of: McuMgrTransportEvent.self)
+            linkGeneration += 1
+            let generation = linkGeneration
             let transport = self.transport
+            let inbox = self.inbox
             let task = Task {
-                try await transport.open { event in continuation.yield(event) }
+                try await transport.open { [weak self] event in
+                    // Events queue in order; one drain at a time brings them to the actor in batches.
+                    if inbox.push(event, generation: generation), let self {
+                        Task { await self.drainInbox() }
+                    }
+                }
             }
             link = .opening(task)
             do {
                 try await task.value
             } catch {
                 link = .closed
-                continuation.finish()
+                linkGeneration += 1
                 if let error = error as? McuMgrError { throw error }
                 throw McuMgrError(.transport, "cannot open \(transport.name): \(error)")
             }
             link = .open
             lastDrop = nil
-            events = Task { [weak self] in
-                for await event in stream {
-                    guard let self else { return }
-                    await self.handle(event)
-                }
+            // Events that arrived while opening.
+            drainInbox()
+        }
+    }
+
+    /// Handles the queued transport events of the current link, in arrival order.
+    private func drainInbox() {
+        while true {
+            guard case .open = link else {
+                // Opening: keep the events for the drain that follows the open; closed: drop them.
+                if case .closed = link { _ = inbox.takeAll() }
+                inbox.endDrain()
+                return
+            }
+            let batch = inbox.takeAll()
+            if batch.isEmpty { return }
+            for (event, generation) in batch where generation == linkGeneration {
+                handle(event)
+                guard case .open = link else { break }
             }
         }
     }
@@ -215,8 +278,7 @@ public actor McuMgrClient {
         case .closed(let error):
             guard case .open = link else { return }
             link = .closed
-            events?.cancel()
-            events = nil
+            linkGeneration += 1
             let reason =
                 error?.message ?? "\(transport.name) closed the connection"
             execute(session.linkFailed(reason))
@@ -254,10 +316,10 @@ public actor McuMgrClient {
                 }
             case .complete(let id, let packet):
                 operations[id] = nil
-                waiting.removeValue(forKey: id)?.resume(returning: packet)
+                waiting.removeValue(forKey: id)?.complete(.success(packet))
             case .fail(let id, let error):
                 let operation = operations.removeValue(forKey: id) ?? "request"
-                waiting.removeValue(forKey: id)?.resume(throwing: mapError(error, operation: operation))
+                waiting.removeValue(forKey: id)?.complete(.failure(mapError(error, operation: operation)))
             }
         }
         rearmTimer()
@@ -301,8 +363,52 @@ public actor McuMgrClient {
     }
 }
 
+/// A request sent with `McuMgrClient.submit`, to cancel it.
+public struct McuMgrRequestHandle: Sendable, Hashable {
+    let id: SMPRequestID
+}
+
 extension McuMgrRequest {
     public static var operationName: String {
         "\(group.name ?? "group \(group.rawValue)") command \(command.rawValue)"
+    }
+}
+
+/// Transport events waiting for the client actor. The transport's handler pushes (from any thread); the
+/// first push after the queue ran dry schedules one drain on the actor, which takes everything queued
+/// so far in one go: answers reach the actor in order with one hop per batch instead of two per answer.
+final class TransportInbox: Sendable {
+    private struct State {
+        var events: [(McuMgrTransportEvent, Int)] = []
+        var draining = false
+    }
+
+    private let state = LockedState(State())
+
+    /// Queues an event; true when the caller must schedule a drain.
+    func push(_ event: McuMgrTransportEvent, generation: Int) -> Bool {
+        state.withLock { s in
+            s.events.append((event, generation))
+            if s.draining { return false }
+            s.draining = true
+            return true
+        }
+    }
+
+    /// Everything queued; when nothing is, the drain ends (the next push schedules a new one).
+    func takeAll() -> [(McuMgrTransportEvent, Int)] {
+        state.withLock { s in
+            if s.events.isEmpty {
+                s.draining = false
+                return []
+            }
+            defer { s.events.removeAll(keepingCapacity: true) }
+            return s.events
+        }
+    }
+
+    /// Ends the drain without taking the events (they wait for the next one).
+    func endDrain() {
+        state.withLock { $0.draining = false }
     }
 }

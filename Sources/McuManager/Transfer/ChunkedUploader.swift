@@ -26,17 +26,18 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     public let target: Target
     /// Chunk size, pipelining and timing settings.
     public let configuration: UploadConfiguration
+    /// Pause / resume from other tasks, and word of a resumed upload; nil when not needed.
+    public let control: UploadControl?
 
     /// Creates an uploader.
-    public init(client: McuMgrClient, target: Target, configuration: UploadConfiguration = .init()) {
+    public init(
+        client: McuMgrClient, target: Target, configuration: UploadConfiguration = .init(),
+        control: UploadControl? = nil
+    ) {
         self.client = client
         self.target = target
         self.configuration = configuration
-    }
-
-    private enum Outcome: Sendable {
-        case answered(SMPUploadPlanner.Chunk, Int)
-        case lost(SMPUploadPlanner.Chunk, McuMgrError)
+        self.control = control
     }
 
     /// Uploads all of `source`.
@@ -96,48 +97,90 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let target = self.target
         let configuration = self.configuration
 
-        try await withThrowingTaskGroup(of: Outcome.self) { group in
+        let control = self.control
+        // Chunks are submitted one after the other (so they go out in offset order) and their answers
+        // come back through one stream, handled here in arrival order: no task per chunk.
+        let (answers, sink) = AsyncStream.makeStream(of: (SMPUploadPlanner.Chunk, Result<SMPPacket, McuMgrError>).self)
+        var pendingAnswers = answers.makeAsyncIterator()
+        var handles: [SMPUploadPlanner.Chunk: McuMgrRequestHandle] = [:]
+        var payloads: [SMPUploadPlanner.Chunk: [UInt8]] = [:]
+        var busyRetries: [SMPUploadPlanner.Chunk: Int] = [:]
+        var maximumLengths: [Int: Int] = [:]
+
+        func submit(_ chunk: SMPUploadPlanner.Chunk, payload: [UInt8]) async throws {
+            let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
+            handles[chunk] = try await client.submit(
+                operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
+                payload: payload, timeout: timeout, name: Target.Request.operationName
+            ) { result in sink.yield((chunk, result)) }
+            payloads[chunk] = payload
+            running += 1
+        }
+
+        do {
             while true {
                 try Task.checkCancellation()
+                // Paused: let the chunks in flight drain, then hold until resumed.
+                if let control, control.isPaused, running == 0 {
+                    await control.waitWhilePaused()
+                    try Task.checkCancellation()
+                }
                 // Fill the window; the chunk at offset 0 goes alone.
-                while !firstChunkPending {
+                while !firstChunkPending, control?.isPaused != true {
                     let offset = planner.nextOffset
                     guard offset < total, planner.inFlight.count < depth else { break }
-                    let maximum = try maximumDataLength(at: offset, total: total, messageLimit: messageLimit)
+                    // The request's size without data depends only on whether it is the first chunk and on
+                    // the size of the offset's CBOR head: computed once per kind.
+                    let sizeKey = offset == 0 ? 0 : CBORWriter.headSize(argument: UInt64(offset))
+                    let maximum: Int
+                    if let known = maximumLengths[sizeKey] {
+                        maximum = known
+                    } else {
+                        maximum = try maximumDataLength(at: offset, total: total, messageLimit: messageLimit)
+                        maximumLengths[sizeKey] = maximum
+                    }
                     guard let chunk = planner.nextChunk(maximumLength: maximum) else { break }
                     let data = try source.read(offset: chunk.offset, length: chunk.length)
-                    let request = target.request(offset: chunk.offset, data: data, totalSize: total)
-                    let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
+                    let payload = try Self.encode(target.request(offset: chunk.offset, data: data, totalSize: total))
                     if chunk.offset == 0 { firstChunkPending = true }
                     chunksSent += 1
                     largestChunk = max(largestChunk, chunk.length)
-                    running += 1
-                    group.addTask {
-                        do {
-                            let offset = try await Self.send(
-                                request, client: client, target: target, timeout: timeout, configuration: configuration)
-                            return .answered(chunk, offset)
-                        } catch let error as McuMgrError where error.kind == .timeout {
-                            return .lost(chunk, error)
-                        }
-                    }
+                    try await submit(chunk, payload: payload)
                 }
                 if planner.isComplete { break }
-                guard running > 0, let outcome = try await group.next() else {
+                if running == 0, control?.isPaused == true { continue }
+                guard running > 0 else {
                     throw McuMgrError(
                         .protocolViolation,
                         "\(Target.Request.operationName) stalled at offset \(planner.confirmedOffset) of \(total); retry the upload")
                 }
+                guard let (chunk, result) = await pendingAnswers.next() else { throw CancellationError() }
                 running -= 1
+                handles[chunk] = nil
+                let payload = payloads.removeValue(forKey: chunk)
                 let confirmedBefore = planner.confirmedOffset
-                switch outcome {
-                case .answered(let chunk, let deviceOffset):
+                switch result {
+                case .success(let packet):
+                    let deviceOffset: Int
+                    do {
+                        deviceOffset = try target.deviceOffset(from: packet)
+                    } catch let error as McuMgrError where error.returnCode == .busy {
+                        // Busy: send the same chunk again after a pause.
+                        let count = (busyRetries[chunk] ?? 0) + 1
+                        busyRetries[chunk] = count
+                        guard count <= configuration.maximumBusyRetries, let payload else { throw error }
+                        try await Task.sleep(for: configuration.busyRetryDelay)
+                        try await submit(chunk, payload: payload)
+                        continue
+                    }
+                    busyRetries[chunk] = nil
                     if chunk.offset == 0 {
                         firstChunkPending = false
                         if resumedFrom == nil {
                             resumedFrom = deviceOffset == chunk.end ? 0 : deviceOffset
                             baseline = resumedFrom ?? 0
                             baselineTime = clock.now
+                            if let resumedFrom, resumedFrom > 0 { control?.reportResumed(offset: resumedFrom, total: total) }
                         }
                     }
                     consecutiveLosses = 0
@@ -146,11 +189,13 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                             .protocolViolation,
                             "\(Target.Request.operationName): the device reported offset \(bad), outside the \(total)-byte upload; reset the device and retry")
                     }
-                case .lost(let chunk, let error):
+                case .failure(let error) where error.kind == .timeout:
                     if chunk.offset == 0 { firstChunkPending = false }
                     consecutiveLosses += 1
                     if consecutiveLosses > configuration.maximumTimeoutRetries { throw error }
                     planner.chunkLost(chunk)
+                case .failure(let error):
+                    throw error
                 }
                 if planner.confirmedOffset > confirmedBefore {
                     stalls = 0
@@ -168,7 +213,13 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     }
                 }
             }
+        } catch {
+            // Abandon what is still in flight.
+            sink.finish()
+            for handle in handles.values { await client.cancel(handle) }
+            throw error
         }
+        sink.finish()
         return UploadResult(
             totalBytes: total, resumedFrom: resumedFrom ?? 0, chunkSize: largestChunk, pipelineDepth: depth,
             chunksSent: chunksSent, duration: clock.now - started)
@@ -177,14 +228,22 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     /// The device's message limit and pipelining depth (from OS params; MTU and 1 when unsupported).
     private func linkLimits() async throws -> (messageLimit: Int, depth: Int) {
         let mtu = client.transport.mtu
+        if let bufferSize = configuration.deviceBufferSize, let depth = configuration.pipelineDepth {
+            let limit = bufferSize > SMPHeader.size ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
+            return (limit, max(1, depth))
+        }
         do {
             let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
             // The transport knows what the link spends of the device's buffer (serial: length + CRC).
+            let bufferSize = configuration.deviceBufferSize ?? parameters.bufferSize
             let limit =
-                parameters.bufferSize > SMPHeader.size
-                ? client.transport.maximumPacketSize(deviceBufferSize: parameters.bufferSize) : mtu
+                bufferSize > SMPHeader.size
+                ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
             return (limit, max(1, parameters.bufferCount - 1))
         } catch let error as McuMgrError where error.kind == .device {
+            if let bufferSize = configuration.deviceBufferSize, bufferSize > SMPHeader.size {
+                return (client.transport.maximumPacketSize(deviceBufferSize: bufferSize), 1)
+            }
             return (mtu, 1)
         }
     }
@@ -207,6 +266,14 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 "\(Target.Request.operationName): a message of \(messageLimit) bytes cannot carry any data; raise the link MTU")
         }
         return length
+    }
+
+    static func encode(_ request: Target.Request) throws -> [UInt8] {
+        do {
+            return try CBOREncoder().encode(request)
+        } catch {
+            throw McuMgrError(.usage, "cannot encode \(Target.Request.self): \(error)")
+        }
     }
 
     /// Sends one chunk, resending while the device answers busy.
@@ -238,3 +305,4 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         }
     }
 }
+

@@ -18,6 +18,9 @@ public struct UploadConfiguration: Sendable, Hashable {
     public var maximumBusyRetries: Int
     /// Most consecutive chunks lost to timeouts before the upload gives up.
     public var maximumTimeoutRetries: Int
+    /// The device's SMP buffer size (`buf_size`, or a reassembly buffer to assume) when already known;
+    /// nil asks the device (OS parameters). With `pipelineDepth` also set, no parameters query is sent.
+    public var deviceBufferSize: Int? = nil
 
     /// Creates a configuration.
     public init(

@@ -452,6 +452,12 @@ struct BleConnector {
                         guard message.body.count >= 2, let value = message.body[1].stringKeyedDictionary?["Value"]?.bytes else { return }
                         holder.link?.received(value)
                     })
+                // A session left by an earlier link that dropped is ended first: real BlueZ ends it with
+                // the connection (and answers this with an error, ignored), a stand-in may keep it and
+                // deliver every notification twice.
+                _ = try? await connection.call(
+                    destination: BlueZ.service, path: characteristic.path, interface: BlueZ.gattCharacteristicInterface,
+                    member: "StopNotify", timeout: .seconds(3))
                 do {
                     try await client.startNotify(characteristic: characteristic.path)
                 } catch let error as DBusError {

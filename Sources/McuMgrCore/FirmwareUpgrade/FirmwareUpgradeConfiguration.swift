@@ -1,5 +1,6 @@
-/// The settings the firmware-upgrade state machine needs. Pure values; transfer tuning
-/// (alignment, reassembly size) belongs to the runtime.
+/// How a firmware upgrade runs (the iOS library's `FirmwareUpgradeConfiguration`). Pure values; the
+/// state machine reads the flow settings, the runtime (McuManager's `FirmwareUpgradeManager`) also the
+/// transfer tuning (`byteAlignment`, `reassemblyBufferSize`).
 public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
     /// What to do after the upload.
     public var upgradeMode: FirmwareUpgradeMode
@@ -19,12 +20,22 @@ public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
     public var pipelineDepth: Int?
     /// Resends of a request that failed with a retriable error before giving up.
     public var maximumRetries: Int
+    /// Upload chunk lengths (except the last) are rounded down to a multiple of this (1, 2, 4, 8, 16;
+    /// NCS ≤ 1.7 needed 4 for pipelining). Used by the runtime.
+    public var byteAlignment: Int
+    /// The SMP message size the device can reassemble; nil takes its `buf_size` (MCUmgr parameters).
+    /// Upload chunks fill messages of this size. Used by the runtime.
+    public var reassemblyBufferSize: Int?
+    /// Reset the device to install the images. When false the upgrade ends after the upload and the
+    /// test/confirm state writes: the device installs the images on its next reset.
+    public var performReset: Bool
 
     public init(
         upgradeMode: FirmwareUpgradeMode = .confirmOnly, bootloaderMode: BootloaderModeKind? = nil,
         eraseAppSettings: Bool = false, estimatedSwapTime: Duration = .zero,
         resetDelay: Duration = .seconds(1), reconnectTimeout: Duration = .seconds(60),
-        retryInterval: Duration = .seconds(1), pipelineDepth: Int? = nil, maximumRetries: Int = 3
+        retryInterval: Duration = .seconds(1), pipelineDepth: Int? = nil, maximumRetries: Int = 3,
+        byteAlignment: Int = 1, reassemblyBufferSize: Int? = nil, performReset: Bool = true
     ) {
         self.upgradeMode = upgradeMode
         self.bootloaderMode = bootloaderMode
@@ -35,5 +46,8 @@ public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
         self.retryInterval = retryInterval
         self.pipelineDepth = pipelineDepth
         self.maximumRetries = maximumRetries
+        self.byteAlignment = max(1, byteAlignment)
+        self.reassemblyBufferSize = reassemblyBufferSize
+        self.performReset = performReset
     }
 }

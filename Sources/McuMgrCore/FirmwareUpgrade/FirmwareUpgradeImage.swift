@@ -12,8 +12,8 @@ public struct FirmwareUpgradeImage: Sendable, Hashable, CustomStringConvertible 
 
     /// Image number (0 app core, 1 net core, ...).
     public var image: Int
-    /// The slot the build is linked for (Direct-XIP pairs); 0 otherwise.
-    public var slot: Int
+    /// The slot the build is linked for (Direct-XIP pairs); nil when the package does not say.
+    public var slot: Int?
     /// The MCUboot image hash (SHA-256 TLV), as image lists and test/confirm use it.
     public var hash: [UInt8]
     /// Size in bytes.
@@ -21,7 +21,7 @@ public struct FirmwareUpgradeImage: Sendable, Hashable, CustomStringConvertible 
     /// What the bytes are.
     public var contentType: ContentType
 
-    public init(image: Int, slot: Int = 0, hash: [UInt8], size: Int, contentType: ContentType = .mcubootImage) {
+    public init(image: Int, slot: Int? = nil, hash: [UInt8], size: Int, contentType: ContentType = .mcubootImage) {
         self.image = image
         self.slot = slot
         self.hash = hash
@@ -29,5 +29,5 @@ public struct FirmwareUpgradeImage: Sendable, Hashable, CustomStringConvertible 
         self.contentType = contentType
     }
 
-    public var description: String { "image \(image) (slot \(slot), \(size) bytes)" }
+    public var description: String { "image \(image) (\(slot.map { "slot \($0) build, " } ?? "")\(size) bytes)" }
 }

@@ -293,7 +293,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         guard case .reconnecting(let deadline, _, let purpose) = state else { return [] }
         switch purpose {
         case .enterFirmwareLoader:
-            // The loader is MCUboot-like: one buffer, so no pipelining (its parameters are not re-read).
+            // The loader (or MCUboot serial recovery) has its own, smaller buffer: one request at a time,
+            // and the application's buffer size no longer applies (the driver asks the loader).
+            bufferSize = nil
             startUpload(pipelineDepth: 1)
         case .resolveSecondary:
             go(.validate)
@@ -430,6 +432,16 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         return actions
     }
 
+    /// Fails the upgrade for a reason the driver found (e.g. a resource the package lacks, a reset the
+    /// device refused); `message` says what to do. No device actions follow.
+    public mutating func abort(_ message: String) -> [Action] {
+        guard !isTerminal else { return [] }
+        held.removeAll()
+        isPaused = false
+        fail(message)
+        return flush()
+    }
+
     /// Cancels the upgrade: no device actions follow.
     public mutating func cancel() -> [Action] {
         guard !isTerminal else { return [] }
@@ -472,12 +484,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
                 notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
             }
-        case .firmwareLoader:
+        case .firmwareLoader, .singleApplicationSlot:
+            // One application slot: the running application cannot overwrite itself, so the upload goes to
+            // the firmware loader or MCUboot serial recovery (reset with boot_mode 1), then a normal reset.
             flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
-        case .singleApplicationSlot, .singleSlotRAMLoad:
+        case .singleSlotRAMLoad:
             flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
         default:
             flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+        }
+        let testing = configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm
+        if testing, !flow.suit, mode == .directXIPWithoutRevert || flow.resetIntoLoaderFirst {
+            notes.append("\(mode) cannot test-boot an image: the new image is permanent once it boots")
         }
         if flow.suit {
             // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
@@ -497,7 +515,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         for number in numbers {
             let candidates = images.filter { $0.image == number }
             let listed = slots.filter { $0.image == number }
-            let active = listed.first { $0.active }
+            let active = Self.runningSlot(in: listed)
             // Already running?
             if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
                 skipped.append(number)
@@ -511,21 +529,30 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             switch flow.slots {
             case .inactive:
                 let activeSlot = active?.slot ?? 0
-                guard let pick = candidates.first(where: { $0.slot != activeSlot }) else {
+                if let pick = candidates.first(where: { $0.slot != nil && $0.slot != activeSlot }) {
+                    image = pick
+                } else if let unknown = candidates.first(where: { $0.slot == nil }) {
+                    // A bare image: RAM load copies it anywhere; Direct-XIP runs it in place.
+                    image = unknown
+                    if mode.isDirectXIP {
+                        notes.append("image \(number): the package does not say which slot the build is linked for; it went to slot "
+                            + "\(1 - activeSlot), where Direct-XIP runs it only if it is linked for that slot (the "
+                            + "dfu_application.zip with both builds picks the right one)")
+                    }
+                } else {
                     fail("image \(number): the package only has the build for slot \(activeSlot), which is running; "
                         + "\(mode) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
                     return
                 }
-                image = pick
                 targetSlot = 1 - activeSlot
             case .secondary:
-                image = candidates.first { $0.slot == 0 } ?? candidates[0]
+                image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
                 targetSlot = 1
             case .primary:
-                plan.append(Target(image: candidates.first { $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
+                plan.append(Target(image: candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
                 continue
             }
-            var target = Target(image: image, needsUpload: true, write: initialWrite(for: image.hash), needsReset: true)
+            var target = Target(image: image, needsUpload: true, write: initialWrite(for: image), needsReset: true)
             if let other = listed.first(where: { $0.slot == targetSlot }) {
                 if other.hash == image.hash {
                     target.needsUpload = false
@@ -551,6 +578,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                         // As ios-dm: confirm the running image so the confirmed secondary can be overwritten.
                         go(.resolvingSecondary)
                         request(.confirmImage(hash: running.hash))
+                    } else if !configuration.performReset {
+                        fail("image \(number): slot \(targetSlot) holds another image marked pending, and resets are off: "
+                            + "reset the device (`smp os reset`) or erase the slot (`smp image erase`), then run the upgrade again")
+                        return
                     } else {
                         // As ios-dm: reset so MCUboot boots the pending image, then validate again.
                         notes.append("image \(number): slot \(targetSlot) held another pending image; reset the device to clear it")
@@ -584,11 +615,19 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         configuration.upgradeMode == .confirmOnly || configuration.upgradeMode == .testAndConfirm
     }
 
-    private func initialWrite(for hash: [UInt8]) -> Write? {
+    private mutating func initialWrite(for image: FirmwareUpgradeImage) -> Write? {
+        let hash = image.hash
         switch (flow.writes, configuration.upgradeMode) {
-        case (.none, _), (_, .uploadOnly): nil
-        case (.confirmOnly, _), (.asMode, .confirmOnly): .confirm(hash)
-        case (.asMode, .testAndConfirm), (.asMode, .testOnly): .test(hash)
+        case (.none, _), (_, .uploadOnly): return nil
+        case (.confirmOnly, _), (.asMode, .confirmOnly): return .confirm(hash)
+        case (.asMode, .testAndConfirm) where image.image != 0:
+            // Zephyr refuses to confirm an image other than the running application's once it runs
+            // (IMAGE_CONFIRMATION_DENIED unless CONFIG_MCUMGR_GRP_IMG_ALLOW_CONFIRM_NON_ACTIVE_IMAGE_ANY),
+            // so it would revert on the next reset: confirm it now; the application image runs on trial.
+            notes.append("image \(image.image) was confirmed before the reset: devices refuse to confirm it once it runs; "
+                + "only the application image (0) was test-booted")
+            return .confirm(hash)
+        case (.asMode, .testAndConfirm), (.asMode, .testOnly): return .test(hash)
         }
     }
 
@@ -611,11 +650,19 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return
         }
         if configuration.upgradeMode == .uploadOnly || flow.suit {
+            if flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
+                notes.append("the device stays in its firmware loader until it is reset (`smp os reset`), then runs the new image")
+            }
             succeed()
             return
         }
         if flow.slots == .primary, flow.resetIntoLoaderFirst || targets.contains(where: \.needsUpload) {
             // Firmware loader / single slot: the upload went straight to the primary slot.
+            guard configuration.performReset else {
+                notes.append("not reset: the device starts the new image on its next reset")
+                succeed()
+                return
+            }
             go(.reset(.install))
             didReset = true
             request(.reset(.normal))
@@ -631,7 +678,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func afterWrites() {
-        if targets.contains(where: \.needsReset) {
+        if targets.contains(where: \.needsReset), !configuration.performReset {
+            notes.append("not reset: the device installs the new images on its next reset")
+            succeed()
+        } else if targets.contains(where: \.needsReset) {
             go(.reset(.install))
             didReset = true
             request(.reset(.normal))
@@ -649,8 +699,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 notes.append("image \(number) is not in the device's image list after the reset; its installation could not be checked")
                 continue
             }
-            guard let running = listed.first(where: { $0.active && $0.hash == target.image.hash }) else {
-                let slotHint = flow.slots == .inactive ? "slot \(target.image.slot)" : "this slot"
+            guard let running = Self.runningSlot(in: listed), running.hash == target.image.hash else {
+                let slotHint = flow.slots == .inactive ? target.image.slot.map { "slot \($0)" } ?? "the slot it went to" : "this slot"
                 fail("image \(number): the device booted the old image: the new one was rejected by MCUboot — "
                     + "check the signing key / image for \(slotHint)"
                     + (mode == .directXIPWithoutRevert ? " (Direct-XIP boots the higher version: check the new version is higher)" : ""))
@@ -688,6 +738,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The slot an image runs from: the one flagged active; when none is (older Zephyr flags only the
+    /// running application's image, so a network core's image has no active slot), its primary slot.
+    private static func runningSlot(in listed: [DeviceImageSlot]) -> DeviceImageSlot? {
+        listed.first { $0.active } ?? listed.first { $0.slot == 0 }
+    }
 
     private func action(for write: Write) -> Action {
         switch write {

@@ -1,0 +1,139 @@
+import Foundation
+import McuMgrCore
+
+/// The SUIT group (66) of nRF Connect SDK devices (nRF54H series): manifest list and state, envelope,
+/// cache and resource uploads, cleanup. PROTOCOL.md 3.11.
+///
+/// A SUIT update: upload the envelope (``uploadEnvelope(_:deferInstall:configuration:control:progress:)``),
+/// then poll ``missingImageState()`` and upload each resource the device asks for
+/// (``uploadResource(_:streamSessionID:configuration:control:progress:)``) until it asks for nothing
+/// more or reboots. `FirmwareUpgradeManager` runs this flow for SUIT packages.
+public struct SuitManager: Sendable {
+    /// The client requests go through.
+    public let client: McuMgrClient
+
+    /// Creates a manager on `client`.
+    public init(client: McuMgrClient) { self.client = client }
+
+    /// The manifest roles the device knows.
+    public func manifests() async throws -> [SuitManifestListResponse.Manifest] {
+        try await client.send(SuitManifestListRequest()).manifests
+    }
+
+    /// The state of the manifest in `role` (e.g. 0x20, the application root manifest).
+    public func manifestState(role: Int) async throws -> SuitManifestStateResponse {
+        try await client.send(SuitManifestStateRequest(role: role))
+    }
+
+    /// Uploads a candidate envelope. With `deferInstall` the device keeps it until
+    /// ``processDeferredEnvelope()``; otherwise it starts processing when the last byte arrives.
+    public func uploadEnvelope(
+        _ data: Data, deferInstall: Bool = false, configuration: UploadConfiguration = .init(),
+        control: UploadControl? = nil, progress: TransferProgressHandler? = nil
+    ) async throws -> UploadResult {
+        try await ChunkedUploader(
+            client: client, target: SuitEnvelopeUploadTarget(deferInstall: deferInstall),
+            configuration: configuration, control: control
+        ).upload(DataUploadSource(data), progress: progress)
+    }
+
+    /// Starts processing an envelope uploaded with `deferInstall` (an empty upload: `len 0`, `off 0`).
+    public func processDeferredEnvelope() async throws {
+        _ = try await client.send(SuitEnvelopeUploadRequest(offset: 0, data: Data(), length: 0))
+    }
+
+    /// Uploads a raw cache partition image to cache pool `targetID`.
+    public func uploadCache(
+        _ data: Data, targetID: Int, configuration: UploadConfiguration = .init(), control: UploadControl? = nil,
+        progress: TransferProgressHandler? = nil
+    ) async throws -> UploadResult {
+        try await ChunkedUploader(
+            client: client, target: SuitCacheUploadTarget(targetID: targetID), configuration: configuration,
+            control: control
+        ).upload(DataUploadSource(data), progress: progress)
+    }
+
+    /// What the device needs next: a resource to upload, or nothing (both fields nil).
+    public func missingImageState(timeout: Duration? = nil) async throws -> SuitMissingImageStateResponse {
+        try await client.send(SuitMissingImageStateRequest(), timeout: timeout)
+    }
+
+    /// Uploads the resource the device asked for in stream session `streamSessionID`.
+    public func uploadResource(
+        _ data: Data, streamSessionID: Int, configuration: UploadConfiguration = .init(),
+        control: UploadControl? = nil, progress: TransferProgressHandler? = nil
+    ) async throws -> UploadResult {
+        try await ChunkedUploader(
+            client: client, target: SuitResourceUploadTarget(streamSessionID: streamSessionID),
+            configuration: configuration, control: control
+        ).upload(DataUploadSource(data), progress: progress)
+    }
+
+    /// Erases the DFU and cache partitions.
+    public func cleanup() async throws {
+        _ = try await client.send(SuitCleanupRequest(), timeout: .seconds(75))
+    }
+}
+
+/// Reads the device's `off` from a SUIT upload answer.
+private func suitOffset(_ packet: SMPPacket, operation: String) throws -> Int {
+    let response = try McuMgrClient.decode(SuitUploadResponse.self, from: packet, operation: operation)
+    guard let offset = response.offset else {
+        throw McuMgrError(.protocolViolation, "\(operation): the device's answer has no offset (`off`)")
+    }
+    return offset
+}
+
+/// Envelope chunks (group 66, command 2).
+public struct SuitEnvelopeUploadTarget: ChunkedUploadTarget {
+    /// `defer_install` on the first chunk.
+    public var deferInstall: Bool
+    /// Creates a target.
+    public init(deferInstall: Bool = false) { self.deferInstall = deferInstall }
+
+    public func request(offset: Int, data: Data, totalSize: Int) -> SuitEnvelopeUploadRequest {
+        offset == 0
+            ? SuitEnvelopeUploadRequest(offset: 0, data: data, length: totalSize, deferInstall: deferInstall ? true : nil)
+            : SuitEnvelopeUploadRequest(offset: offset, data: data)
+    }
+
+    public func deviceOffset(from packet: SMPPacket) throws -> Int {
+        try suitOffset(packet, operation: SuitEnvelopeUploadRequest.operationName)
+    }
+}
+
+/// Cache chunks (group 66, command 5).
+public struct SuitCacheUploadTarget: ChunkedUploadTarget {
+    /// The cache pool (`target_id`).
+    public var targetID: Int
+    /// Creates a target.
+    public init(targetID: Int) { self.targetID = targetID }
+
+    public func request(offset: Int, data: Data, totalSize: Int) -> SuitCacheRawUploadRequest {
+        offset == 0
+            ? SuitCacheRawUploadRequest(offset: 0, data: data, length: totalSize, targetID: targetID)
+            : SuitCacheRawUploadRequest(offset: offset, data: data)
+    }
+
+    public func deviceOffset(from packet: SMPPacket) throws -> Int {
+        try suitOffset(packet, operation: SuitCacheRawUploadRequest.operationName)
+    }
+}
+
+/// Resource chunks (group 66, command 4).
+public struct SuitResourceUploadTarget: ChunkedUploadTarget {
+    /// The session the device named (`stream_session_id`).
+    public var streamSessionID: Int
+    /// Creates a target.
+    public init(streamSessionID: Int) { self.streamSessionID = streamSessionID }
+
+    public func request(offset: Int, data: Data, totalSize: Int) -> SuitMissingImageUploadRequest {
+        offset == 0
+            ? SuitMissingImageUploadRequest(offset: 0, data: data, length: totalSize, streamSessionID: streamSessionID)
+            : SuitMissingImageUploadRequest(offset: offset, data: data)
+    }
+
+    public func deviceOffset(from packet: SMPPacket) throws -> Int {
+        try suitOffset(packet, operation: SuitMissingImageUploadRequest.operationName)
+    }
+}

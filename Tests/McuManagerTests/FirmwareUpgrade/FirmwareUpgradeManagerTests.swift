@@ -1,0 +1,482 @@
+import Foundation
+import McuManager
+import McuMgrCore
+import McuMgrSimulator
+import Testing
+
+/// FirmwareUpgradeManager against the in-memory simulated device (MCUboot swap with test / confirm /
+/// revert, a reboot of ~0.3 s during which requests are lost).
+@Suite("FirmwareUpgradeManager")
+struct FirmwareUpgradeManagerTests {
+    // MARK: Modes
+
+    @Test func confirmOnlyInstallsTheImageConfirmed() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+        let result = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
+
+        let slot = try #require(rig.device.slot(holding: image.hash))
+        #expect(slot.slot == 0 && slot.active && slot.confirmed)
+        #expect(rig.device.resetCount == 1)
+        #expect(result.summary.uploadedImages == [0])
+        #expect(result.summary.didReset)
+        #expect(result.images.first?.uploaded == true)
+        #expect(result.images.first?.bytesSent == image.size)
+        #expect(result.finalImages.contains { $0.active && $0.confirmed && $0.hash == image.hash })
+        await recorder.wait { if case .completed = $0 { true } else { false } }
+        #expect(recorder.states == [
+            .requestMcuMgrParameters, .bootloaderInfo, .validate, .upload, .confirm, .reset, .reconnect, .success,
+        ])
+        let last = try #require(recorder.progress.last)
+        #expect(last.bytesSent == image.size && last.imageSize == image.size && last.totalBytesSent == image.size)
+    }
+
+    @Test func testAndConfirmConfirmsAfterTheTestBoot() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+        let result = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.testAndConfirm))
+
+        let slot = try #require(rig.device.slot(holding: image.hash))
+        #expect(slot.slot == 0 && slot.active && slot.confirmed)
+        #expect(result.summary.didReset)
+        await recorder.wait { if case .completed = $0 { true } else { false } }
+        #expect(recorder.states == [
+            .requestMcuMgrParameters, .bootloaderInfo, .validate, .upload, .test, .reset, .reconnect, .confirm, .success,
+        ])
+        // Confirmed: a power cycle keeps it.
+        rig.device.powerCycle()
+        #expect(rig.device.slot(holding: image.hash)?.slot == 0)
+    }
+
+    @Test func testOnlyRunsTheImageUnconfirmedAndTheNextResetRevertsIt() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let original = try #require(rig.device.imageSlots.first { $0.active }).hash
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.testOnly))
+
+        let slot = try #require(rig.device.slot(holding: image.hash))
+        #expect(slot.slot == 0 && slot.active && !slot.confirmed)
+        rig.device.powerCycle()
+        #expect(rig.device.imageSlots.first { $0.active }?.hash == original)
+    }
+
+    @Test func uploadOnlyLeavesTheImageInTheSecondarySlotWithoutReset() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let result = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.uploadOnly))
+
+        let slot = try #require(rig.device.slot(holding: image.hash))
+        #expect(slot.slot == 1 && !slot.pending && !slot.active)
+        #expect(rig.device.resetCount == 0)
+        #expect(!result.summary.didReset)
+        #expect(result.finalImages.contains { $0.slot == 1 && $0.hash == image.hash })
+    }
+
+    @Test func noResetMarksTheImageAndLeavesTheResetToTheUser() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let result = try await manager.upgrade(
+            images: [image], configuration: DFUFixtures.configuration(.confirmOnly) { $0.performReset = false })
+
+        #expect(rig.device.resetCount == 0)
+        let slot = try #require(rig.device.slot(holding: image.hash))
+        #expect(slot.slot == 1 && slot.pending && slot.permanent)
+        #expect(result.summary.notes.contains { $0.contains("next reset") })
+        rig.device.powerCycle()
+        #expect(rig.device.slot(holding: image.hash)?.active == true)
+    }
+
+    @Test func multiImageInstallsBothCores() async throws {
+        let rig = ManagerRig { $0.imageCount = 2 }
+        let app = DFUFixtures.image(number: 0)
+        let net = DFUFixtures.image(number: 1, size: 12 * 1024)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let result = try await manager.upgrade(images: [app, net], configuration: DFUFixtures.configuration(.confirmOnly))
+
+        #expect(result.summary.uploadedImages == [0, 1])
+        #expect(rig.device.slot(holding: app.hash, image: 0)?.slot == 0)
+        #expect(rig.device.slot(holding: net.hash, image: 1)?.slot == 0)
+        #expect(rig.device.resetCount == 1)
+    }
+
+    @Test func eraseSettingsErasesTheStoragePartitionAfterTheUpload() async throws {
+        let rig = ManagerRig()
+        #expect(rig.device.setting("app/name") != nil)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+        _ = try await manager.upgrade(
+            images: [DFUFixtures.image()], configuration: DFUFixtures.configuration(.confirmOnly) { $0.eraseAppSettings = true })
+        #expect(rig.device.setting("app/name") == nil)
+        await recorder.wait { if case .completed = $0 { true } else { false } }
+        #expect(recorder.states.contains(.eraseAppSettings))
+    }
+
+    // MARK: Validate
+
+    @Test func anImageAlreadyRunningIsSkipped() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
+        rig.tap.resetCounters()
+
+        let again = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
+        #expect(again.summary.skippedImages == [0])
+        #expect(again.summary.uploadedImages.isEmpty)
+        #expect(!again.summary.didReset)
+        #expect(rig.device.resetCount == 1)
+        #expect(!rig.tap.sent.contains { $0.header.group == .image && $0.header.command == McuMgrCommand.Image.upload })
+    }
+
+    @Test func anImageAlreadyInTheSecondarySlotIsNotUploadedAgain() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.uploadOnly))
+        rig.tap.resetCounters()
+
+        let result = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.testAndConfirm))
+        #expect(result.summary.skippedImages == [0])
+        #expect(!rig.tap.sent.contains { $0.header.group == .image && $0.header.command == McuMgrCommand.Image.upload })
+        let slot = try #require(rig.device.slot(holding: image.hash))
+        #expect(slot.slot == 0 && slot.active && slot.confirmed)
+    }
+
+    // MARK: Resume, pause, cancel
+
+    @Test func pauseStopsSendingAfterTheInFlightChunksAndResumeContinuesFromTheDevicesOffset() async throws {
+        let rig = ManagerRig()
+        rig.link.options.latency = .milliseconds(3)
+        let image = DFUFixtures.image(size: 160 * 1024)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let paused = ManagerTestBox(false)
+        let recorder = EventRecorder(manager) { event in
+            if case .uploadProgress(let p) = event, p.bytesSent > 20_000, !paused.withValue({ $0 }) {
+                paused.withValue { $0 = true }
+                manager.pause()
+            }
+        }
+        let upgrade = Task { try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.uploadOnly)) }
+        await recorder.wait { if case .paused = $0 { true } else { false } }
+        #expect(manager.isPaused)
+        // Let the chunks in flight drain (however slow this machine is), then nothing more goes out.
+        try await waitUntilQuiet { [rig.tap.sent.count, recorder.progress.count] }
+        let sentWhilePaused = rig.tap.sent.count
+        let progressWhilePaused = recorder.progress.count
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(rig.tap.sent.count == sentWhilePaused, "nothing is sent while paused")
+        #expect(recorder.progress.count == progressWhilePaused)
+        let held = try #require(recorder.progress.last).bytesSent
+        #expect(held < image.size)
+
+        manager.resume()
+        let result = try await upgrade.value
+        #expect(!manager.isPaused)
+        #expect(rig.device.slot(holding: image.hash)?.slot == 1)
+        #expect(result.images[0].resumedFrom == 0)
+        // The upload went on where it stood: every byte was sent once.
+        let uploadChunks = rig.tap.sent.filter { $0.header.group == .image && $0.header.command == McuMgrCommand.Image.upload }
+        let dataBytes = uploadChunks.reduce(0) { $0 + (smpBody($1)["data"]?.byteString?.count ?? 0) }
+        let offsets = uploadChunks.compactMap { smpBody($0)["off"]?.int }
+        #expect(dataBytes == image.size, "chunk offsets: \(offsets)")
+        #expect(recorder.events.contains { if case .resumed = $0 { true } else { false } })
+    }
+
+    @Test func pauseBetweenStatesHoldsTheNextStep() async throws {
+        let rig = ManagerRig()
+        let image = DFUFixtures.image()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager) { event in
+            if case .stateChanged(_, .test) = event { manager.pause() }
+        }
+        let upgrade = Task { try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.testAndConfirm)) }
+        await recorder.wait { if case .paused = $0 { true } else { false } }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(rig.device.resetCount == 0, "no reset while paused")
+        manager.resume()
+        _ = try await upgrade.value
+        #expect(rig.device.resetCount == 1)
+    }
+
+    @Test func cancelEndsWithUpgradeDidCancelAndTheNextUpgradeResumes() async throws {
+        let rig = ManagerRig()
+        rig.link.options.latency = .milliseconds(3)
+        let image = DFUFixtures.image(size: 160 * 1024)
+        let delegate = RecordingDelegate()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options, delegate: delegate)
+        let cancelled = ManagerTestBox(false)
+        let recorder = EventRecorder(manager) { event in
+            if case .uploadProgress(let p) = event, p.bytesSent > 40_000, !cancelled.withValue({ $0 }) {
+                cancelled.withValue { $0 = true }
+                manager.cancel()
+            }
+        }
+        let error = await expectMcuMgrError {
+            _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
+        }
+        #expect(error?.kind == .cancelled)
+        #expect(delegate.calls.current.last == "cancel upload")
+        await recorder.wait { if case .cancelled = $0 { true } else { false } }
+        // Consistent: the device still runs its image, nothing pending, no reset.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(rig.device.resetCount == 0)
+        #expect(rig.device.imageSlots.allSatisfy { !$0.pending })
+        #expect(rig.device.slot(holding: image.hash) == nil)
+        #expect(!manager.isInProgress)
+
+        // A new upgrade continues from the device's offset.
+        let result = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
+        #expect(result.images[0].resumedFrom > 40_000)
+        #expect(result.images[0].bytesSent == image.size - result.images[0].resumedFrom)
+        #expect(rig.device.slot(holding: image.hash)?.active == true)
+    }
+
+    @Test func cancellingTheCallingTaskCancelsTheUpgrade() async throws {
+        let rig = ManagerRig()
+        rig.link.options.latency = .milliseconds(3)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+        let upgrade = Task {
+            try await manager.upgrade(images: [DFUFixtures.image(size: 160 * 1024)], configuration: DFUFixtures.configuration())
+        }
+        await recorder.wait { if case .uploadProgress(let p) = $0 { p.bytesSent > 20_000 } else { false } }
+        upgrade.cancel()
+        let error = await expectMcuMgrError { _ = try await upgrade.value }
+        #expect(error?.kind == .cancelled)
+        #expect(rig.device.resetCount == 0)
+    }
+
+    @Test func aSecondUpgradeWhileOneRunsIsRefused() async throws {
+        let rig = ManagerRig()
+        rig.link.options.latency = .milliseconds(3)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let first = Task { try await manager.upgrade(images: [DFUFixtures.image(size: 96 * 1024)], configuration: DFUFixtures.configuration(.uploadOnly)) }
+        while !manager.isInProgress { try await Task.sleep(for: .milliseconds(5)) }
+        let error = await expectMcuMgrError {
+            _ = try await manager.upgrade(images: [DFUFixtures.image()], configuration: DFUFixtures.configuration())
+        }
+        #expect(error?.kind == .usage)
+        _ = try await first.value
+    }
+
+    // MARK: Failures
+
+    @Test func aDeviceErrorMidUploadFailsClearly() async throws {
+        let rig = ManagerRig()
+        let chunks = ManagerTestBox(0)
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                guard packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload else {
+                    return .forward(packet.bytes)
+                }
+                let n = chunks.withValue { c -> Int in c += 1; return c }
+                // FLASH_WRITE_FAILED on the fifth chunk.
+                return n == 5 ? .reply(["err": ["group": 1, "rc": 12]]) : .forward(packet.bytes)
+            }
+        }
+        let delegate = RecordingDelegate()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options, delegate: delegate)
+        let error = await expectMcuMgrError {
+            _ = try await manager.upgrade(images: [DFUFixtures.image(size: 64 * 1024)], configuration: DFUFixtures.configuration())
+        }
+        #expect(error?.kind == .device)
+        #expect(error?.groupError?.rc == 12)
+        #expect(error?.message.contains("upload") == true)
+        #expect(error?.message.contains("Run the upgrade again") == true)
+        #expect(delegate.calls.current.last == "fail upload")
+        #expect(rig.device.resetCount == 0)
+    }
+
+    @Test func aDeviceThatNeverComesBackFailsWithATimeout() async throws {
+        let rig = ManagerRig()
+        let link = rig.link
+        rig.device.setResetObserver { _ in link.options.silent = true }
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+        let error = await expectMcuMgrError {
+            _ = try await manager.upgrade(
+                images: [DFUFixtures.image()],
+                configuration: DFUFixtures.configuration(.testAndConfirm) { $0.reconnectTimeout = .milliseconds(1500) })
+        }
+        #expect(error?.kind == .timeout)
+        #expect(error?.message.contains("did not come back within") == true)
+        await recorder.wait { if case .failed = $0 { true } else { false } }
+        let failedIn = recorder.events.compactMap { if case .failed(let state, _) = $0 { state } else { nil } }
+        #expect(failedIn == [.reconnect])
+    }
+
+    @Test func aDeviceThatBootsTheOldImageFailsClearly() async throws {
+        let rig = ManagerRig()
+        // MCUboot does not boot a non-bootable image: the old one keeps running.
+        let image = DFUFixtures.image(flags: .nonBootable)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let error = await expectMcuMgrError {
+            _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.testAndConfirm))
+        }
+        #expect(error?.kind == .device)
+        #expect(error?.message.contains("booted the old image") == true)
+        #expect(rig.device.resetCount == 1)
+    }
+
+    @Test func aRefusedResetFailsClearly() async throws {
+        let rig = ManagerRig()
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                packet.header.group == .os && packet.header.command.rawValue == 5 ? .reply(["rc": 10]) : .forward(packet.bytes)
+            }
+        }
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let error = await expectMcuMgrError {
+            _ = try await manager.upgrade(images: [DFUFixtures.image()], configuration: DFUFixtures.configuration())
+        }
+        #expect(error?.kind == .device)
+        #expect(error?.message.contains("refused the reset") == true)
+    }
+
+    // MARK: Reconnection, events, delegate
+
+    @Test func theReconnectionStrategyProvidesTheTransportAfterTheReset() async throws {
+        let rig = ManagerRig()
+        let calls = ManagerTestBox(0)
+        let link = rig.link
+        let strategy = FirmwareUpgradeReconnection { previous in
+            let n = calls.withValue { c -> Int in c += 1; return c }
+            // The first attempt finds nothing (a serial port not back yet).
+            if n == 1 { throw McuMgrError(.transport, "not there yet") }
+            #expect(previous === rig.tap)
+            return link
+        }
+        let manager = FirmwareUpgradeManager(client: rig.client, reconnection: strategy, options: DFUFixtures.options)
+        let image = DFUFixtures.image()
+        _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.testAndConfirm))
+        #expect(calls.current == 2)
+        #expect(await manager.client.transport === link)
+        #expect(rig.device.slot(holding: image.hash)?.confirmed == true)
+    }
+
+    @Test func theDelegateGetsTheIOSCallsInOrder() async throws {
+        let rig = ManagerRig()
+        let delegate = RecordingDelegate()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options, delegate: delegate)
+        let image = DFUFixtures.image()
+        _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
+        let calls = delegate.calls.current
+        #expect(calls.first == "start")
+        #expect(calls.last == "complete")
+        #expect(calls.contains("state none->requestMcuMgrParameters"))
+        #expect(calls.contains("state reconnect->success"))
+        #expect(calls.contains("progress \(image.size)/\(image.size)"))
+    }
+
+    @Test func startRunsTheUpgradeInItsOwnTaskLikeTheIOSLibrary() async throws {
+        let rig = ManagerRig()
+        let delegate = RecordingDelegate()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options, delegate: delegate)
+        let image = DFUFixtures.image()
+        let package = try McuMgrPackage(data: image.data, fileName: "app.bin")
+        let task = manager.start(package: package, using: DFUFixtures.configuration(.testAndConfirm))
+        let result = try await task.value
+        #expect(result.summary.uploadedImages == [0])
+        #expect(delegate.calls.current.last == "complete")
+        #expect(rig.device.slot(holding: image.hash)?.confirmed == true)
+    }
+
+    @Test func theProgressRateAndTotalsAreReported() async throws {
+        let rig = ManagerRig { $0.imageCount = 2 }
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+        let app = DFUFixtures.image(number: 0)
+        let net = DFUFixtures.image(number: 1)
+        _ = try await manager.upgrade(images: [app, net], configuration: DFUFixtures.configuration(.uploadOnly))
+        await recorder.wait { if case .completed = $0 { true } else { false } }
+        let progress = recorder.progress
+        #expect(progress.allSatisfy { $0.totalSize == app.size + net.size })
+        #expect(progress.last?.totalBytesSent == app.size + net.size)
+        #expect(progress.contains { $0.image == 1 && $0.totalBytesSent > app.size })
+        #expect(progress.allSatisfy { $0.bytesPerSecond >= 0 })
+        let totals = progress.map(\.totalBytesSent)
+        #expect(totals == totals.sorted(), "progress only moves forward")
+    }
+
+    @Test func aGivenBootloaderModeSkipsTheQuestion() async throws {
+        let rig = ManagerRig()
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let result = try await manager.upgrade(
+            images: [DFUFixtures.image()],
+            configuration: DFUFixtures.configuration(.confirmOnly) { $0.bootloaderMode = .swapUsingMove })
+        #expect(result.summary.bootloaderMode == .swapUsingMove)
+        #expect(!rig.tap.sent.contains { $0.header.group == .os && $0.header.command.rawValue == 8 })
+    }
+
+    // MARK: Direct-XIP, SUIT
+
+    @Test func directXIPUploadsTheBuildForTheInactiveSlot() async throws {
+        let rig = ManagerRig { $0.bootloader.mode = .directXIPWithRevert }
+        let configuration = SimulatorConfiguration()
+        func build(_ slot: Int) -> McuMgrPackage.Image {
+            let body = Data(managerTestBytes(20_000, seed: UInt64(40 + slot)))
+            let image = try! McuMgrImageBuilder(
+                version: McuMgrImageVersion(major: 1, minor: 1), loadAddress: configuration.slotAddress(image: 0, slot: slot),
+                flags: .romFixed
+            ).image(body: body)
+            return McuMgrPackage.Image(
+                image: 0, slot: slot, contentType: .mcubootImage, hash: image.hash, version: "1.1.0", data: image.data,
+                fileName: "slot\(slot).bin")
+        }
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let result = try await manager.upgrade(images: [build(0), build(1)], configuration: DFUFixtures.configuration(.testAndConfirm))
+        #expect(result.images.first { $0.slot == 1 }?.uploaded == true)
+        #expect(result.images.first { $0.slot == 0 }?.uploaded == false)
+        let running = try #require(rig.device.imageSlots.first { $0.active })
+        #expect(running.slot == 1 && running.confirmed && running.hash == Array(build(1).hash))
+    }
+
+    @Test func suitEnvelopeServesTheResourceTheDeviceAsksFor() async throws {
+        let rig = ManagerRig { $0.suit = SimulatedSUITConfiguration() }
+        let envelope = SimulatedSUITEnvelope.demo(sequenceNumber: 2, applicationSize: 6000)
+        let package = try McuMgrPackage(data: Data(envelope.bytes), fileName: "root.suit")
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+
+        // Without the resource: a clear file error naming it.
+        let error = await expectMcuMgrError { _ = try await manager.upgrade(package) }
+        #expect(error?.kind == .file)
+        #expect(error?.message.contains("file://app.bin") == true)
+
+        let app = Data(try #require(envelope.detachedResources["file://app.bin"]))
+        let result = try await manager.upgrade(package, resources: ["app.bin": app])
+        #expect(result.summary.uploadedImages == [0])
+        #expect(rig.device.suitRootManifest?.sequenceNumber == 2)
+        #expect(rig.device.suitInstalledResources["file://app.bin"] == Array(app))
+        #expect(recorder.logs.contains { $0.contains("asks for resource file://app.bin") })
+    }
+}
+
+/// Waits until `observe` has returned the same value for `quiet` (at most `limit` in all): in-flight
+/// work has drained, however loaded the machine is.
+func waitUntilQuiet<T: Equatable>(
+    quiet: Duration = .milliseconds(200), limit: Duration = .seconds(10), _ observe: () -> T
+) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + limit
+    var last = observe()
+    var since = clock.now
+    while clock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+        let now = observe()
+        if now != last {
+            last = now
+            since = clock.now
+        } else if clock.now - since >= quiet {
+            return
+        }
+    }
+    Issue.record("still changing after \(limit)")
+}
