@@ -83,32 +83,55 @@ public final class BLERig: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// Runs the script with stdout and stderr in files, and waits for it by polling its pid rather
+    /// than through Foundation's exit monitoring: that monitoring (a socket the child inherits) is
+    /// also inherited by any other child spawned at the same moment, such as a simulator another test
+    /// starts, and then reports the exit only when that one ends.
     private static func runScript(_ arguments: [String]) throws -> String {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("ble-rig-\(UUID().uuidString)")
+        let outURL = base.appendingPathExtension("out")
+        let errURL = base.appendingPathExtension("err")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outURL)
+            try? FileManager.default.removeItem(at: errURL)
+        }
+        let outHandle = try FileHandle(forWritingTo: outURL)
+        let errHandle = try FileHandle(forWritingTo: errURL)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = arguments
-        let out = Pipe()
-        let err = FileManager.default.temporaryDirectory.appendingPathComponent("ble-rig-\(UUID().uuidString).err")
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: err) }
-        let errHandle = try FileHandle(forWritingTo: err)
-        defer { try? errHandle.close() }
-        process.standardOutput = out
+        process.standardOutput = outHandle
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
-        // A termination handler, not waitUntilExit (which can miss the exit when called from a
-        // Swift concurrency thread).
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
         try process.run()
-        try? out.fileHandleForWriting.close()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        exited.wait()
-        guard process.terminationStatus == 0 else {
-            let text = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
-            throw RigError("\(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+        try? outHandle.close()
+        try? errHandle.close()
+        let pid = process.processIdentifier
+        let deadline = Date().addingTimeInterval(60)
+        while isRunning(pid) {
+            guard Date() < deadline else {
+                kill(pid, SIGKILL)
+                throw RigError("\(arguments.joined(separator: " ")) did not finish within 60 s")
+            }
+            usleep(10_000)
         }
-        return String(decoding: data, as: UTF8.self)
+        let output = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
+        if arguments.count > 1, arguments[1] == "start", !output.contains("\naddress ") && !output.hasPrefix("address ") {
+            let text = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+            throw RigError("\(arguments.joined(separator: " ")) failed: \(text)")
+        }
+        return output
+    }
+
+    /// Whether `pid` still runs (a zombie has finished).
+    private static func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        let rest = stat[stat.index(after: close)...].drop { $0 == " " }
+        return rest.first != "Z"
     }
 
     public struct RigError: Error, CustomStringConvertible {

@@ -279,7 +279,8 @@ struct BleConnector {
             } catch let fatal as Fatal {
                 throw fatal.error
             } catch let retry as Retry {
-                guard ContinuousClock.now < deadline else { throw retry.error }
+                // At least one retry, however slow the first attempt was.
+                guard ContinuousClock.now < deadline || attempt < 2 else { throw retry.error }
                 logger.debug("BLE connect attempt \(attempt) to \(device.label): \(retry.error.message); retrying")
                 try await Task.sleep(for: .milliseconds(300))
             }
