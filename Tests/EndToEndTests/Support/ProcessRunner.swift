@@ -83,15 +83,18 @@ enum ProcessRunner {
         try? stderrPipe.fileHandleForWriting.close()
 
         var timedOut = false
+        var reaped = true
         if exited.wait(timeout: .now() + timeout) == .timedOut {
             timedOut = true
             kill(process.processIdentifier, SIGKILL)
-            exited.wait()
+            // Bounded: Foundation learns of the exit through a socket that a child spawned at the same
+            // moment by another test can inherit; a test must fail then, never hang the suite.
+            reaped = exited.wait(timeout: .now() + 10) == .success
         }
         _ = readers.wait(timeout: .now() + 5)
         let (out, err) = output.value
         return ProcessResult(
-            status: process.terminationStatus,
+            status: reaped ? process.terminationStatus : -1,
             stdout: String(decoding: out, as: UTF8.self),
             stderr: String(decoding: err, as: UTF8.self),
             stdoutData: out,

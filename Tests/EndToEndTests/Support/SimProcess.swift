@@ -175,7 +175,9 @@ final class SimProcess: @unchecked Sendable {
             while process.isRunning && Date() < deadline { usleep(10_000) }
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                // Bounded, like ProcessRunner: Foundation may learn of the exit late (see there).
+                let killDeadline = Date().addingTimeInterval(10)
+                while process.isRunning && Date() < killDeadline { usleep(10_000) }
             }
         }
         try? FileManager.default.removeItem(at: stderrFile)
