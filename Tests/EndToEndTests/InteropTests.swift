@@ -63,6 +63,25 @@ struct InteropTests {
         }
     }
 
+    /// `smpmgr upgrade` marks the upload only with `--confirm` (without it, it expects serial recovery's
+    /// direct upload to the primary slot); the swap then makes the new image permanent.
+    @Test("upgrade --confirm: upload, permanent mark, reset, the new image runs confirmed", arguments: Link.allCases)
+    func upgrade(link: Link) async throws {
+        try await withSimulator(link) { session in
+            let image = try await makeMCUbootImage(in: session.directory, version: "3.1.4", bodySize: 48 * 1024)
+            expectSuccess(try await Self.smpmgr(session, ["upgrade", "--confirm", image.path], timeout: 150))
+            // smpmgr exits once the reset is answered; the device reboots 250 ms later.
+            try await Task.sleep(for: .seconds(1))
+            let after = try await session.imageList()
+            let running = after.first { $0.image == 0 && $0.active }
+            #expect(running?.version == "3.1.4", "\(after)")
+            #expect(running?.hash == image.digest, "\(after)")
+            #expect(running?.confirmed == true, "\(after)")
+            let kept = try await session.resetAndWait()
+            #expect(kept.first { $0.image == 0 && $0.active }?.version == "3.1.4", "a permanent image stays: \(kept)")
+        }
+    }
+
     @Test("file upload and download round-trip", arguments: Link.allCases)
     func fileRoundTrip(link: Link) async throws {
         try await withSimulator(link) { session in
