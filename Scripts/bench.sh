@@ -22,11 +22,13 @@ bash Scripts/setup.sh
 venv="${SMP_TEST_VENV:-$repo/.venv}"
 py="$venv/bin/python"
 if [[ "${1:-}" != "--no-build" ]]; then
-    echo "building release (swift build -c release --product smp / smp-sim)..." >&2
-    swift build -c release --product smp >&2
-    swift build -c release --product smp-sim >&2
+    # As the tool is meant to be installed: the Swift runtime and Foundation linked in (a self-contained
+    # binary that needs no Swift toolchain on the machine and starts without loading ~20 shared libraries).
+    echo "building release (swift build -c release --static-swift-stdlib --product smp / smp-sim)..." >&2
+    swift build -c release --static-swift-stdlib --product smp >&2
+    swift build -c release --static-swift-stdlib --product smp-sim >&2
 fi
-bin="$(swift build -c release --show-bin-path)"
+bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
 smp="$bin/smp"
 sim="$bin/smp-sim"
 

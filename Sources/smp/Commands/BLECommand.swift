@@ -21,6 +21,7 @@ struct BLECommand: AsyncParsableCommand {
 
     struct Scan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "scan",
             abstract: "List devices advertising the SMP service, with address, name and signal strength.",
             discussion: """
                 Scans for --timeout seconds. Devices BlueZ already knows are listed when they are present \

@@ -9,7 +9,7 @@ struct StatCommand: AsyncParsableCommand {
         subcommands: [List.self, Read.self])
 
     struct List: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "List the statistics groups.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the statistics groups.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(StatisticsListRequest()) { $0.names.joined(separator: "\n") }
@@ -17,7 +17,7 @@ struct StatCommand: AsyncParsableCommand {
     }
 
     struct Read: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Read the counters of one statistics group.")
+        static let configuration = CommandConfiguration(commandName: "read", abstract: "Read the counters of one statistics group.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The group's name (see `smp stat list`).") var name: String
         func run(context: CommandContext) async throws {
@@ -39,7 +39,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Read: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Read a setting's value.")
+        static let configuration = CommandConfiguration(commandName: "read", abstract: "Read a setting's value.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The setting's name, e.g. bt/name.") var name: String
         @Option(help: "Largest value to return.") var maxSize: Int?
@@ -60,7 +60,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Write: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Write a setting's value.")
+        static let configuration = CommandConfiguration(commandName: "write", abstract: "Write a setting's value.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The setting's name.") var name: String
         @Argument(help: "The value (text, or hex with --format hex).") var value: String
@@ -73,7 +73,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Delete: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a setting.")
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a setting.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The setting's name.") var name: String
         func run(context: CommandContext) async throws {
@@ -82,7 +82,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Commit: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Apply written settings.")
+        static let configuration = CommandConfiguration(commandName: "commit", abstract: "Apply written settings.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(SettingsCommitRequest()) { _ in "" }
@@ -90,7 +90,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Load: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Load settings from persistent storage.")
+        static let configuration = CommandConfiguration(commandName: "load", abstract: "Load settings from persistent storage.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(SettingsLoadRequest()) { _ in "" }
@@ -98,7 +98,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Save: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Save settings (all, or a subtree) to persistent storage.")
+        static let configuration = CommandConfiguration(commandName: "save", abstract: "Save settings (all, or a subtree) to persistent storage.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Subtree to save; omit for all.") var name: String?
         func run(context: CommandContext) async throws {
@@ -114,6 +114,7 @@ struct ShellCommand: AsyncParsableCommand {
 
     struct Exec: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "exec",
             abstract: "Run a shell command, e.g. `smp shell exec -- kernel version`; exits with its return code.")
         @OptionGroup var global: GlobalOptions
         @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).")
@@ -142,7 +143,7 @@ struct EnumCommand: AsyncParsableCommand {
         subcommands: [Count.self, List.self, Single.self, Details.self])
 
     struct Count: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Count the supported groups.")
+        static let configuration = CommandConfiguration(commandName: "count", abstract: "Count the supported groups.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(EnumerationCountRequest()) { String($0.count) }
@@ -150,7 +151,7 @@ struct EnumCommand: AsyncParsableCommand {
     }
 
     struct List: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "List the supported group ids.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the supported group ids.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(EnumerationListRequest()) { response in
@@ -160,7 +161,7 @@ struct EnumCommand: AsyncParsableCommand {
     }
 
     struct Single: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the supported group at an index.")
+        static let configuration = CommandConfiguration(commandName: "single", abstract: "Show the supported group at an index.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "0-based index.") var index: Int = 0
         func run(context: CommandContext) async throws {
@@ -171,7 +172,7 @@ struct EnumCommand: AsyncParsableCommand {
     }
 
     struct Details: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Show names and handler counts of groups.")
+        static let configuration = CommandConfiguration(commandName: "details", abstract: "Show names and handler counts of groups.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Group ids; omit for all.") var groups: [UInt16] = []
         func run(context: CommandContext) async throws {
@@ -208,7 +209,7 @@ struct LogCommand: AsyncParsableCommand {
         subcommands: [Show.self, Clear.self, Modules.self, Levels.self, List.self])
 
     struct Show: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Show log entries.")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show log entries.")
         @OptionGroup var global: GlobalOptions
         @Option(help: "Only this log.") var name: String?
         @Option(help: "Start at this entry index.") var index: Int?
@@ -228,13 +229,13 @@ struct LogCommand: AsyncParsableCommand {
     }
 
     struct Clear: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Clear the logs.")
+        static let configuration = CommandConfiguration(commandName: "clear", abstract: "Clear the logs.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws { try await context.run(LogClearRequest()) { _ in "" } }
     }
 
     struct Modules: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "List log modules.")
+        static let configuration = CommandConfiguration(commandName: "modules", abstract: "List log modules.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(LogModuleListRequest()) { r in
@@ -244,7 +245,7 @@ struct LogCommand: AsyncParsableCommand {
     }
 
     struct Levels: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "List log levels.")
+        static let configuration = CommandConfiguration(commandName: "levels", abstract: "List log levels.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(LogLevelListRequest()) { r in
@@ -254,7 +255,7 @@ struct LogCommand: AsyncParsableCommand {
     }
 
     struct List: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "List the logs.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the logs.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(LogListRequest()) { $0.names.joined(separator: "\n") }
@@ -267,7 +268,7 @@ struct CrashCommand: AsyncParsableCommand {
         commandName: "crash", abstract: "Crash group (5, Mynewt): trigger a test crash.", subcommands: [Test.self])
 
     struct Test: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Crash the device on purpose: div0, jump0, ref0, assert, wdog.")
+        static let configuration = CommandConfiguration(commandName: "test", abstract: "Crash the device on purpose: div0, jump0, ref0, assert, wdog.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Crash type.") var type: String
         func validate() throws {
@@ -286,7 +287,7 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run", abstract: "Run-test group (7, Mynewt): list and run tests.", subcommands: [List.self, Test.self])
 
     struct List: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "List the device's tests.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the device's tests.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(RunTestListRequest()) { $0.names.joined(separator: "\n") }
@@ -294,7 +295,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     struct Test: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Run a test (or all).")
+        static let configuration = CommandConfiguration(commandName: "test", abstract: "Run a test (or all).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Test name; omit for all.") var name: String?
         @Option(help: "Token echoed in the test's log.") var token: String?

@@ -31,6 +31,7 @@ struct FSCommand: AsyncParsableCommand {
 
     struct Upload: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "upload",
             abstract: "Upload a local file to the device and verify it with the device's hash.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The local file.") var local: String
@@ -60,6 +61,7 @@ struct FSCommand: AsyncParsableCommand {
 
     struct Download: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "download",
             abstract: "Download a file from the device; it appears under LOCAL only when complete and verified.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The absolute path on the device.") var remote: String
@@ -88,7 +90,7 @@ struct FSCommand: AsyncParsableCommand {
     }
 
     struct Stat: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a file's size.")
+        static let configuration = CommandConfiguration(commandName: "stat", abstract: "Show a file's size.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The absolute path on the device.") var remote: String
         func run(context: CommandContext) async throws {
@@ -97,7 +99,7 @@ struct FSCommand: AsyncParsableCommand {
     }
 
     struct Hash: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Ask the device for a file's SHA-256 or CRC-32.")
+        static let configuration = CommandConfiguration(commandName: "hash", abstract: "Ask the device for a file's SHA-256 or CRC-32.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The absolute path on the device.") var remote: String
         @Option(help: "sha256 or crc32 (default: the device's choice).") var type: String?
@@ -136,7 +138,7 @@ struct FSCommand: AsyncParsableCommand {
     }
 
     struct Close: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Close the file the device holds open.")
+        static let configuration = CommandConfiguration(commandName: "close", abstract: "Close the file the device holds open.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(FileCloseRequest()) { _ in "" }

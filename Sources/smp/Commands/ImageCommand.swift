@@ -58,7 +58,7 @@ struct ImageCommand: AsyncParsableCommand {
     }
 
     struct List: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "List the images in the device's slots.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the images in the device's slots.")
         @OptionGroup var global: GlobalOptions
 
         func run(context: CommandContext) async throws {
@@ -68,6 +68,7 @@ struct ImageCommand: AsyncParsableCommand {
 
     struct Upload: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "upload",
             abstract: "Upload an MCUboot image (.bin) to the secondary slot; resumes an interrupted upload.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image file.") var file: String
@@ -123,6 +124,7 @@ struct ImageCommand: AsyncParsableCommand {
 
     struct Test: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "test",
             abstract: "Mark an image to boot once on the next reset (test); it reverts unless confirmed.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image hash (hex, from `smp image list`).") var hash: String
@@ -137,6 +139,7 @@ struct ImageCommand: AsyncParsableCommand {
 
     struct Confirm: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "confirm",
             abstract: "Confirm an image permanently: the running one, or the one with the given hash.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image hash (hex); omit to confirm the running image.") var hash: String?
@@ -151,6 +154,7 @@ struct ImageCommand: AsyncParsableCommand {
 
     struct Erase: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "erase",
             abstract: "Erase a slot (default: the one opposite the running image).")
         @OptionGroup var global: GlobalOptions
         @Option(help: "Absolute slot number (image × 2 + slot).") var slot: Int?

@@ -12,7 +12,7 @@ struct OSCommand: AsyncParsableCommand {
         ])
 
     struct Echo: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Send text; the device echoes it back.")
+        static let configuration = CommandConfiguration(commandName: "echo", abstract: "Send text; the device echoes it back.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The text to echo.") var text: [String]
 
@@ -37,7 +37,7 @@ struct OSCommand: AsyncParsableCommand {
     }
 
     struct Tasks: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Show task (thread) statistics.")
+        static let configuration = CommandConfiguration(commandName: "tasks", abstract: "Show task (thread) statistics.")
         @OptionGroup var global: GlobalOptions
 
         func run(context: CommandContext) async throws {
@@ -57,7 +57,7 @@ struct OSCommand: AsyncParsableCommand {
     }
 
     struct Mempool: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Show memory pool statistics.")
+        static let configuration = CommandConfiguration(commandName: "mempool", abstract: "Show memory pool statistics.")
         @OptionGroup var global: GlobalOptions
 
         func run(context: CommandContext) async throws {
@@ -76,6 +76,7 @@ struct OSCommand: AsyncParsableCommand {
 
     struct Datetime: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "datetime",
             abstract: "Read the device's clock, or set it (--set: to now, in UTC, or to the given yyyy-MM-ddTHH:mm:ss).")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Set the clock instead of reading it.") var set = false
@@ -96,7 +97,7 @@ struct OSCommand: AsyncParsableCommand {
     }
 
     struct Reset: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Reset (reboot) the device.")
+        static let configuration = CommandConfiguration(commandName: "reset", abstract: "Reset (reboot) the device.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Reset even if the application's reset hook objects.") var force = false
         @Option(help: "Boot mode after reset (0 normal, 1 bootloader / firmware loader).") var bootMode: Int?
@@ -109,7 +110,7 @@ struct OSCommand: AsyncParsableCommand {
     }
 
     struct Params: DeviceCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the device's SMP buffer size and count.")
+        static let configuration = CommandConfiguration(commandName: "params", abstract: "Show the device's SMP buffer size and count.")
         @OptionGroup var global: GlobalOptions
 
         func run(context: CommandContext) async throws {
@@ -121,6 +122,7 @@ struct OSCommand: AsyncParsableCommand {
 
     struct Info: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "info",
             abstract: "Show OS/application information (format letters: s n r v b m p i o, or a for all).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Format letters (default: a).") var format: String = "a"
@@ -132,6 +134,7 @@ struct OSCommand: AsyncParsableCommand {
 
     struct Bootloader: DeviceCommand {
         static let configuration = CommandConfiguration(
+            commandName: "bootloader",
             abstract: "Show bootloader information: its name, or a query such as `mode`.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Query (e.g. mode, active_b0_slot); none asks for the bootloader's name.") var query: String?
