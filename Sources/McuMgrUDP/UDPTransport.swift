@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import McuManager
 import McuMgrCore
@@ -46,7 +51,20 @@ public final class UDPTransport: McuMgrTransport {
     }
 
     private let group: any EventLoopGroup
-    private let state = NIOLockedValueBox<(channel: any Channel, remote: SocketAddress)?>(nil)
+    private let state = NIOLockedValueBox<Link?>(nil)
+
+    /// The open socket. NIO owns `channel` (and reads through it); `sendDescriptor` is our own duplicate of
+    /// the same connected socket, so requests go out with one send(2) on the caller's thread instead of a
+    /// hop onto the event loop per datagram. It is closed under the lock, so a send never reaches a
+    /// descriptor number the system has handed out again.
+    private struct Link {
+        var channel: any Channel
+        var remote: SocketAddress
+        var sendDescriptor: CInt
+        /// Datagrams handed to the channel (the socket buffer was full) and not yet written: later ones
+        /// take the same path so they stay in order.
+        var channelWrites = 0
+    }
 
     public init(configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         self.configuration = configuration
@@ -61,38 +79,129 @@ public final class UDPTransport: McuMgrTransport {
             throw McuMgrError(
                 .transport, "cannot resolve \(configuration.host): \(error); check the host name or use an address literal")
         }
+        releaseLink()?.close(promise: nil)
         let inbound = DatagramInboundHandler(remote: remote, name: name, handler: handler)
+        // A connected socket hears ICMP "port unreachable" (ECONNREFUSED) and ignores other senders.
+        let socket = try Self.connectedSocket(to: remote, name: name)
+        let sendDescriptor = dup(socket)
+        guard sendDescriptor >= 0 else {
+            let code = errno
+            _ = Glibc.close(socket)
+            throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(String(cString: strerror(code)))")
+        }
         do {
             let channel = try await DatagramBootstrap(group: group)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(inbound)
                     }
                 }
-                // A connected socket hears ICMP "port unreachable" (ECONNREFUSED) and ignores other senders.
-                .connect(to: remote).get()
-            state.withLockedValue { $0 = (channel, remote) }
+                .withBoundSocket(socket).get()
+            state.withLockedValue { $0 = Link(channel: channel, remote: remote, sendDescriptor: sendDescriptor) }
         } catch {
+            _ = Glibc.close(sendDescriptor)
             throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
         }
     }
 
-    public func send(_ packet: [UInt8]) throws {
-        guard let (channel, remote) = state.withLockedValue({ $0 }), channel.isActive else {
-            throw McuMgrError(.transport, "the UDP socket for \(name) is closed")
+    /// A non-blocking UDP socket connected to `remote` (NIO takes it over).
+    private static func connectedSocket(to remote: SocketAddress, name: String) throws -> CInt {
+        func failure(_ what: String) -> McuMgrError {
+            McuMgrError(.transport, "cannot open a UDP socket for \(name): \(what): \(String(cString: strerror(errno)))")
         }
-        let buffer = channel.allocator.buffer(bytes: packet)
-        channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
+        let family: CInt
+        switch remote {
+        case .v4: family = AF_INET
+        case .v6: family = AF_INET6
+        case .unixDomainSocket:
+            throw McuMgrError(.transport, "cannot open a UDP socket for \(name): not an IP address")
+        }
+        let fd = Glibc.socket(family, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw failure("socket") }
+        var one: CInt = 1
+        var receiveBuffer: CInt = 1 << 20
+        let size = socklen_t(MemoryLayout<CInt>.size)
+        guard setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, size) == 0,
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, size) == 0
+        else {
+            let error = failure("setsockopt")
+            _ = Glibc.close(fd)
+            throw error
+        }
+        let connected = remote.withSockAddr { address, length in Glibc.connect(fd, address, socklen_t(length)) }
+        guard connected == 0 else {
+            let error = failure("connect")
+            _ = Glibc.close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    public func send(_ packet: [UInt8]) throws {
+        enum Outcome {
+            case sent
+            case viaChannel(any Channel, SocketAddress)
+            case failed(McuMgrError, any Channel)
+        }
+        let outcome = try state.withLockedValue { link -> Outcome in
+            guard let current = link, current.channel.isActive else {
+                throw McuMgrError(.transport, "the UDP socket for \(name) is closed")
+            }
+            if current.channelWrites == 0 {
+                while true {
+                    let written = packet.withUnsafeBytes {
+                        Glibc.send(current.sendDescriptor, $0.baseAddress, $0.count, CInt(MSG_NOSIGNAL))
+                    }
+                    if written >= 0 { return .sent }
+                    let code = errno
+                    if code == EINTR { continue }
+                    if code == EAGAIN || code == EWOULDBLOCK || code == ENOBUFS { break }
+                    // Fatal for this link: fail now and let the next request reopen it.
+                    _ = Glibc.close(current.sendDescriptor)
+                    link = nil
+                    let message =
+                        code == ECONNREFUSED
+                        ? DatagramInboundHandler.refusedMessage(name)
+                        : code == EMSGSIZE
+                            ? "\(name) cannot take a \(packet.count)-byte datagram; lower the MTU"
+                            : "UDP socket error for \(name): \(String(cString: strerror(code)))"
+                    return .failed(McuMgrError(.transport, message), current.channel)
+                }
+            }
+            link!.channelWrites += 1
+            return .viaChannel(current.channel, current.remote)
+        }
+        switch outcome {
+        case .sent:
+            return
+        case .failed(let error, let channel):
+            channel.close(promise: nil)
+            throw error
+        case .viaChannel(let channel, let remote):
+            // The socket buffer is full: the event loop writes when it drains.
+            let buffer = channel.allocator.buffer(bytes: packet)
+            let promise = channel.eventLoop.makePromise(of: Void.self)
+            promise.futureResult.whenComplete { [state] _ in
+                state.withLockedValue { link in
+                    if link != nil, link!.channel === channel { link!.channelWrites -= 1 }
+                }
+            }
+            channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: promise)
+        }
     }
 
     public func close() async {
-        let channel = state.withLockedValue { s -> (any Channel)? in
-            defer { s = nil }
-            return s?.channel
+        try? await releaseLink()?.close()
+    }
+
+    /// Forgets the link and closes our descriptor; the caller closes the channel.
+    private func releaseLink() -> (any Channel)? {
+        state.withLockedValue { link -> (any Channel)? in
+            defer { link = nil }
+            guard let current = link else { return nil }
+            _ = Glibc.close(current.sendDescriptor)
+            return current.channel
         }
-        try? await channel?.close()
     }
 }
 
@@ -124,11 +233,14 @@ final class DatagramInboundHandler: ChannelInboundHandler, Sendable {
         }
     }
 
+    static func refusedMessage(_ name: String) -> String {
+        "\(name) refused the request (ICMP port unreachable): nothing listens on that port; check the address and port (default 1337) and that the device runs SMP over UDP"
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let message: String
         if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
-            message =
-                "\(name) refused the request (ICMP port unreachable): nothing listens on that port; check the address and port (default 1337) and that the device runs SMP over UDP"
+            message = Self.refusedMessage(name)
         } else {
             message = "UDP socket error for \(name): \(error)"
         }
