@@ -17,44 +17,17 @@ size=$((256 * 1024))
 
 bash Scripts/setup.sh
 py="${SMP_TEST_VENV:-$repo/.venv}/bin/python"
-if [[ "${1:-}" != "--no-build" ]]; then
-    echo "building release (swift build -c release --product smp / smp-sim)..." >&2
-    swift build -c release --product smp >&2
-    swift build -c release --product smp-sim >&2
-fi
-bin="$(swift build -c release --show-bin-path)"
+source Scripts/bench-common.sh
+bench_build "${1:-}"
 
 if [[ -z "${BENCH_BLE_INNER:-}" ]]; then
     # Run the measurements with DBUS_SYSTEM_BUS_ADDRESS pointing at a fresh rig; the rig stops after.
     exec env BENCH_BLE_INNER=1 bash Scripts/ble-rig.sh run -- bash "$0" --no-build
 fi
 
-smp="$bin/smp"
-sim="$bin/smp-sim"
-work="$(mktemp -d -t smp-bench-ble.XXXXXX)"
-sim_pid=""
-stop_sim() {
-    if [[ -n "$sim_pid" ]] && kill -0 "$sim_pid" 2>/dev/null; then
-        kill -TERM "$sim_pid" 2>/dev/null || true
-        wait "$sim_pid" 2>/dev/null || true
-    fi
-    sim_pid=""
-}
-trap 'stop_sim; rm -rf "$work"' EXIT
-head -c "$size" /dev/urandom >"$work/payload.bin"
+bench_workdir smp-bench-ble
 
-start_sim() {
-    : >"$work/sim.out"
-    "$sim" --ble hci1 --ble-mtu "$mtu" "$@" >"$work/sim.out" 2>"$work/sim.err" &
-    sim_pid=$!
-    for _ in $(seq 200); do
-        grep -q '^ble ' "$work/sim.out" && return 0
-        kill -0 "$sim_pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "bench-ble: smp-sim did not start: $(cat "$work/sim.err")" >&2
-    exit 1
-}
+start_sim() { sim_start '^ble ' 1 --ble hci1 --ble-mtu "$mtu" "$@"; }
 
 # Best upload-phase time over $runs runs: best_upload DEVICE [smp fs upload options...]
 best_upload() {

@@ -21,43 +21,15 @@ size=$((1 << 20))
 bash Scripts/setup.sh
 venv="${SMP_TEST_VENV:-$repo/.venv}"
 py="$venv/bin/python"
-if [[ "${1:-}" != "--no-build" ]]; then
-    # As the tool is meant to be installed: the Swift runtime and Foundation linked in (a self-contained
-    # binary that needs no Swift toolchain on the machine and starts without loading ~20 shared libraries).
-    echo "building release (swift build -c release --static-swift-stdlib --product smp / smp-sim)..." >&2
-    swift build -c release --static-swift-stdlib --product smp >&2
-    swift build -c release --static-swift-stdlib --product smp-sim >&2
-fi
-bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
-smp="$bin/smp"
-sim="$bin/smp-sim"
+source Scripts/bench-common.sh
+bench_build "${1:-}"
+bench_workdir smp-bench
 
-work="$(mktemp -d -t smp-bench.XXXXXX)"
-sim_pid=""
-stop_sim() {
-    if [[ -n "$sim_pid" ]] && kill -0 "$sim_pid" 2>/dev/null; then
-        kill -TERM "$sim_pid" 2>/dev/null || true
-        wait "$sim_pid" 2>/dev/null || true
-    fi
-    sim_pid=""
-}
-trap 'stop_sim; rm -rf "$work"' EXIT
-head -c "$size" /dev/urandom >"$work/payload.bin"
-
-# Starts smp-sim with the given arguments; waits for its ready line(s); sets sim_pid and $work/sim.out.
+# Starts smp-sim with the given arguments; waits for its EXPECT ready line(s): start_sim EXPECT ARGS...
 start_sim() {
     local expect="$1"
     shift
-    : >"$work/sim.out"
-    "$sim" "$@" >"$work/sim.out" 2>"$work/sim.err" &
-    sim_pid=$!
-    for _ in $(seq 200); do
-        [[ $(grep -c -E '^(pty|udp) ' "$work/sim.out") -ge "$expect" ]] && return 0
-        kill -0 "$sim_pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "bench: smp-sim did not start: $(cat "$work/sim.err")" >&2
-    exit 1
+    sim_start '^(pty|udp) ' "$expect" "$@"
 }
 
 now() { date +%s.%N; }

@@ -1,0 +1,52 @@
+# Sourced by bench.sh and bench-ble.sh (not run on its own): release binaries built as the tool is meant
+# to be installed, a work directory with a random payload, and starting/stopping one smp-sim.
+# Needs: repo (the checkout), size (payload bytes). Sets: smp, sim, work, sim_pid.
+
+# bench_build [--no-build]: builds smp and smp-sim (unless told not to) with the Swift runtime and
+# Foundation linked in (a self-contained binary that needs no Swift toolchain on the machine and starts
+# without loading ~20 shared libraries); sets smp and sim.
+bench_build() {
+    if [[ "${1:-}" != "--no-build" ]]; then
+        echo "building release (swift build -c release --static-swift-stdlib --product smp / smp-sim)..." >&2
+        swift build -c release --static-swift-stdlib --product smp >&2
+        swift build -c release --static-swift-stdlib --product smp-sim >&2
+    fi
+    local bin
+    bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
+    smp="$bin/smp"
+    sim="$bin/smp-sim"
+}
+
+# bench_workdir NAME: a temporary directory with $size random bytes in payload.bin, removed (and the
+# simulator stopped) on exit.
+bench_workdir() {
+    work="$(mktemp -d -t "$1.XXXXXX")"
+    sim_pid=""
+    trap 'stop_sim; rm -rf "$work"' EXIT
+    head -c "$size" /dev/urandom >"$work/payload.bin"
+}
+
+stop_sim() {
+    if [[ -n "$sim_pid" ]] && kill -0 "$sim_pid" 2>/dev/null; then
+        kill -TERM "$sim_pid" 2>/dev/null || true
+        wait "$sim_pid" 2>/dev/null || true
+    fi
+    sim_pid=""
+}
+
+# sim_start PATTERN COUNT ARGS...: starts smp-sim with ARGS and waits until COUNT lines of its output
+# (its ready lines, kept in $work/sim.out) match PATTERN; sets sim_pid.
+sim_start() {
+    local pattern="$1" expect="$2"
+    shift 2
+    : >"$work/sim.out"
+    "$sim" "$@" >"$work/sim.out" 2>"$work/sim.err" &
+    sim_pid=$!
+    for _ in $(seq 200); do
+        [[ $(grep -c -E "$pattern" "$work/sim.out") -ge "$expect" ]] && return 0
+        kill -0 "$sim_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "$(basename "$0"): smp-sim did not start: $(cat "$work/sim.err")" >&2
+    exit 1
+}
