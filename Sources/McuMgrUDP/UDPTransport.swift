@@ -98,6 +98,14 @@ public final class UDPTransport: McuMgrTransport {
                 }
                 .withBoundSocket(socket).get()
             state.withLockedValue { $0 = Link(channel: channel, remote: remote, sendDescriptor: sendDescriptor) }
+            // However the channel ends (a read error, the device refusing), our duplicate goes with it.
+            channel.closeFuture.whenComplete { [state] _ in
+                state.withLockedValue { link in
+                    guard let current = link, current.channel === channel else { return }
+                    _ = Glibc.close(current.sendDescriptor)
+                    link = nil
+                }
+            }
         } catch {
             _ = Glibc.close(sendDescriptor)
             throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
