@@ -28,7 +28,7 @@ public actor McuMgrClient {
     /// The transport this client drives.
     public nonisolated let transport: any McuMgrTransport
     public nonisolated let configuration: Configuration
-    private let logger: Logger
+    nonisolated let logger: Logger
     private var session: SMPSession
     private var link: LinkState = .closed
     private var waiting: [SMPRequestID: Completion] = [:]
@@ -109,9 +109,11 @@ public actor McuMgrClient {
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
+    /// `retransmittable: false` keeps the session from resending it (a request the device may still be
+    /// working on when the resend timeout passes, and must not get twice).
     public func send(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, name: String? = nil
+        timeout: Duration? = nil, retransmittable: Bool = true, name: String? = nil
     ) async throws -> SMPPacket {
         try await ensureOpen()
         let id = SMPRequestID(nextID)
@@ -128,7 +130,7 @@ public actor McuMgrClient {
                 execute(
                     session.submit(
                         id, operation: operation, group: group, command: command, payload: payload,
-                        timeout: timeout ?? configuration.timeout, now: now))
+                        timeout: timeout ?? configuration.timeout, retransmittable: retransmittable, now: now))
             }
         } onCancel: {
             Task { await self.cancel(id) }
@@ -142,7 +144,7 @@ public actor McuMgrClient {
     /// - Throws: `McuMgrError` when the link cannot be opened (`completion` is then not called).
     public func submit(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, name: String? = nil,
+        timeout: Duration? = nil, retransmittable: Bool = true, name: String? = nil,
         completion: @escaping @Sendable (Result<SMPPacket, McuMgrError>) -> Void
     ) async throws -> McuMgrRequestHandle {
         try await ensureOpen()
@@ -153,7 +155,7 @@ public actor McuMgrClient {
         execute(
             session.submit(
                 id, operation: operation, group: group, command: command, payload: payload,
-                timeout: timeout ?? configuration.timeout, now: now))
+                timeout: timeout ?? configuration.timeout, retransmittable: retransmittable, now: now))
         return McuMgrRequestHandle(id: id)
     }
 
