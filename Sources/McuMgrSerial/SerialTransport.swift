@@ -178,33 +178,27 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         let units = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
         // The device holds `lines.count` lines: a longer frame goes out in bursts that many lines long,
         // one line-buffer release (`lineGap`) apart. Bursts of later frames queue behind paced ones.
+        let bursts = lines.bursts(of: units, gap: configuration.lineGap)
         let now = NIODeadline.now()
-        let gap = TimeAmount.nanoseconds(Int64(clamping: configuration.lineGap.nanosecondsClamped))
-        var start = 0
-        var schedule: [(NIODeadline, ByteBuffer)] = []
-        let burstStart = pacedUntil.withLockedValue { max($0, now) }
-        var at = burstStart
-        while start < units.count {
-            let end = min(start + lines.count, units.count)
-            var buffer = channel.allocator.buffer(capacity: units[start..<end].reduce(0) { $0 + $1.count })
-            for unit in units[start..<end] { buffer.writeBytes(unit) }
-            schedule.append((at, buffer))
-            start = end
-            if start < units.count { at = at + gap }
+        let first = pacedUntil.withLockedValue { max($0, now) }
+        if bursts.count > 1, let last = bursts.last {
+            // The last burst's lines are freed a gap after it arrives, too.
+            pacedUntil.withLockedValue { $0 = first + Self.timeAmount(last.delay + configuration.lineGap) }
         }
-        if schedule.count > 1 {
-            // The last burst's lines are freed a tick after it arrives too.
-            pacedUntil.withLockedValue { $0 = at + gap }
-        }
-        for (deadline, buffer) in schedule {
+        for burst in bursts {
+            var buffer = channel.allocator.buffer(capacity: burst.lines.reduce(0) { $0 + $1.count })
+            for line in burst.lines { buffer.writeBytes(line) }
+            let deadline = first + Self.timeAmount(burst.delay)
             if deadline <= now {
                 channel.writeAndFlush(buffer, promise: nil)
             } else {
-                channel.eventLoop.scheduleTask(deadline: deadline) {
-                    channel.writeAndFlush(buffer, promise: nil)
-                }
+                channel.eventLoop.scheduleTask(deadline: deadline) { channel.writeAndFlush(buffer, promise: nil) }
             }
         }
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(Int64(clamping: duration.nanosecondsClamped))
     }
 
     public func close() async {

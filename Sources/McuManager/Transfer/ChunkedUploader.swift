@@ -283,7 +283,10 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
             limits.framesInFlight = 1
         }
         client.logger.debug("link: \(limits)")
-        return (limits.maximumPacketSize, configuration.pipelineDepth ?? limits.framesInFlight)
+        // What the link holds (a serial console: one frame unless `window=` says more) bounds a depth
+        // asked for, too.
+        let depth = min(configuration.pipelineDepth ?? limits.framesInFlight, transport.linkLimits.framesInFlight)
+        return (limits.maximumPacketSize, depth)
     }
 
     /// The largest data length for a chunk at `offset`, from the request encoded with empty data.

@@ -42,6 +42,22 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         }
 
         public var description: String { "\(count) lines of \(length) B" }
+
+        /// Cuts a frame's lines into the bursts the device takes: `count` lines each, the first at once
+        /// and each next one `gap` later (the device frees its line buffers as it handles them).
+        /// - Returns: each burst's lines and its delay after the first.
+        public func bursts(of lines: [[UInt8]], gap: Duration) -> [(delay: Duration, lines: ArraySlice<[UInt8]>)] {
+            var result: [(delay: Duration, lines: ArraySlice<[UInt8]>)] = []
+            var start = lines.startIndex
+            var delay = Duration.zero
+            while start < lines.endIndex {
+                let end = min(start + count, lines.endIndex)
+                result.append((delay, lines[start..<end]))
+                start = end
+                delay += gap
+            }
+            return result
+        }
     }
 
     /// The largest SMP packet (header included) that the link and the device take in one frame without
@@ -71,7 +87,11 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        var parts = ["packet \(maximumPacketSize) B", "\(framesInFlight) frame\(framesInFlight == 1 ? "" : "s") in flight"]
+        let frames =
+            framesInFlight >= 255
+            ? "frames in flight as the device's buffers allow"
+            : "\(framesInFlight) frame\(framesInFlight == 1 ? "" : "s") in flight"
+        var parts = ["packet \(maximumPacketSize) B", frames]
         if let consoleLines { parts.append("console \(consoleLines)") }
         if let deviceBufferSize, let deviceBufferCount { parts.append("device buffers \(deviceBufferCount) x \(deviceBufferSize) B") }
         if byteAlignment > 1 { parts.append("alignment \(byteAlignment)") }
