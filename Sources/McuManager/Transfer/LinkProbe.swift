@@ -123,7 +123,7 @@ public enum LinkProbe {
 
     /// The CBOR payload `{"d": "aaa…"}` of an echo request whose whole packet is `packetSize` bytes
     /// (or the nearest size below that CBOR allows).
-    static func echoPayload(packetSize: Int) -> [UInt8] {
+    public static func echoPayload(packetSize: Int) -> [UInt8] {
         // Header 8, map head 1, key "d" 2, then the text head and the text.
         let budget = max(1, packetSize - SMPHeader.size - 3)
         var length = budget - 1
