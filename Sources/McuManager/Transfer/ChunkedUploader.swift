@@ -86,6 +86,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         var planner = SMPUploadPlanner(totalSize: total, window: depth, alignment: configuration.byteAlignment)
         // Chunks in flight: grows on answers up to what the device holds, halves when one is lost.
         var congestion = CongestionWindow(ceiling: depth)
+        var resendsSeen = client.resendCount
         var firstChunkPending = false
         var resumedFrom: Int?
         var baseline = 0
@@ -111,13 +112,14 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         var maximumLengths: [Int: Int] = [:]
 
         func submit(_ chunk: SMPUploadPlanner.Chunk, payload: [UInt8]) async throws {
-            // The chunk at offset 0 may erase a slot for seconds: it is never resent while the device works
-            // (a second copy would start the upload again). Later chunks are resent after the measured
-            // round-trip timeout when the link loses them.
-            let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
+            // Chunks the link loses are resent after the measured round-trip timeout. The chunk at offset 0
+            // may erase a slot for seconds: not resent within `firstChunkResendFloor` (a late copy is
+            // harmless: the device answers it with its offset, or rewrites the same first bytes).
+            let first = chunk.offset == 0
             handles[chunk] = try await client.submit(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
-                payload: payload, timeout: timeout, retransmittable: chunk.offset != 0, name: Target.Request.operationName
+                payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
+                resendFloor: first ? Self.firstChunkResendFloor : nil, name: Target.Request.operationName
             ) { result in sink.yield((chunk, result)) }
             payloads[chunk] = payload
             running += 1
@@ -191,7 +193,14 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                         }
                     }
                     consecutiveLosses = 0
-                    if congestion.acknowledged() { client.logger.debug("upload: \(congestion)") }
+                    // A resend since the last answer means the link lost something: halve; else grow.
+                    let resendsNow = client.resendCount
+                    if resendsNow > resendsSeen {
+                        resendsSeen = resendsNow
+                        if congestion.lost() { client.logger.debug("upload: resends on the link, \(congestion)") }
+                    } else if congestion.acknowledged() {
+                        client.logger.debug("upload: \(congestion)")
+                    }
                     if case .invalidOffset(let bad) = planner.acknowledge(chunk, deviceOffset: deviceOffset) {
                         throw McuMgrError(
                             .protocolViolation,
@@ -247,6 +256,9 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     /// Uploads of at least this many bursts at the starting console line limits are worth probing the
     /// link for longer lines and bursts first (a probe the device does not answer costs a few round trips).
     static var probeThresholdBursts: Int { 16 }
+
+    /// The first chunk is not resent sooner than this: erasing a slot takes the device a while.
+    static var firstChunkResendFloor: Duration { .seconds(2) }
 
     /// The device's message limit and pipelining depth: the link's limits (`LinkLimits`), refined by the
     /// device's buffers (`os params`; without them one request at a time) and, on a serial console, by
