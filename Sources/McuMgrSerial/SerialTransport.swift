@@ -89,6 +89,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         }
     }
 
+    public var lineGap: Duration { configuration.lineGap }
+
     /// The console line limits in force; probing may raise them.
     public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }
 

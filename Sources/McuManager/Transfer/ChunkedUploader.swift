@@ -276,6 +276,15 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 // Older firmware: no parameters. Zephyr's default buffer is assumed for probing only.
             }
         }
+        if bufferSize == nil {
+            // No parameters: find the largest request the device answers instead of guessing. A console
+            // sends frames longer than its line buffers in paced bursts, so only the SMP buffer bounds it.
+            let overhead = transport.mtu - transport.maximumPacketSize(deviceBufferSize: transport.mtu)
+            let ceiling = transport is any McuMgrConsoleLineTransport ? LinkProbe.commonBufferSizes[0] - overhead : transport.mtu
+            let answered = await LinkProbe.largestAnsweredPacket(
+                client: client, ceiling: ceiling, overhead: overhead, logger: client.logger)
+            bufferSize = answered + overhead
+        }
         if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe {
             let burst = max(1, console.currentConsoleLines.largestPacketPerBurst - 32)
             if total >= Self.probeThresholdBursts * burst {
