@@ -70,7 +70,9 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     public var name: String { "serial:\(configuration.path)" }
     public var mtu: Int { linkLimits.maximumPacketSize }
     public var sessionDefaults: SMPSessionConfiguration {
-        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true)
+        // Serial links rarely lose a frame (a CRC error, a full line buffer) but devices sometimes take long
+        // (a flash sector erase): resend after the measured timeout, never sooner than a second.
+        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .seconds(1))
     }
 
     /// What the link carries now: the console line limits (configured, or learned by probing) bound the

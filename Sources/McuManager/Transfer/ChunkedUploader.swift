@@ -186,7 +186,9 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     if chunk.offset == 0 {
                         firstChunkPending = false
                         if resumedFrom == nil {
-                            resumedFrom = deviceOffset == chunk.end ? 0 : deviceOffset
+                            // Only an offset past the first chunk is a resume; less is a partial
+                            // acceptance (MCUboot takes the 4-byte-aligned part and asks for the rest).
+                            resumedFrom = deviceOffset > chunk.end ? deviceOffset : 0
                             baseline = resumedFrom ?? 0
                             baselineTime = clock.now
                             if let resumedFrom, resumedFrom > 0 { control?.reportResumed(offset: resumedFrom, total: total) }
