@@ -70,9 +70,10 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     public var name: String { "serial:\(configuration.path)" }
     public var mtu: Int { linkLimits.maximumPacketSize }
     public var sessionDefaults: SMPSessionConfiguration {
-        // Serial links rarely lose a frame (a CRC error, a full line buffer) but devices sometimes take long
-        // (a flash sector erase): resend after the measured timeout, never sooner than a second.
-        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .seconds(1))
+        // A frame the device drops (a CRC error, a full line buffer) gets no answer: resend after the
+        // measured timeout, not sooner than 300 ms (devices erase flash sectors between chunks; a late
+        // copy is answered and ignored). A frame we drop is resent at once (`answerLost`).
+        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .milliseconds(300))
     }
 
     /// What the link carries now: the console line limits (configured, or learned by probing) bound the

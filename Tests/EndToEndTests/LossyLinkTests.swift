@@ -24,3 +24,61 @@ struct LossyLinkTests {
         }
     }
 }
+
+/// `smp` over a noisy serial line (issue: serial never retransmitted, so one flipped byte failed a
+/// transfer and dropped lines hung it for minutes).
+@Suite("Noisy serial lines", .serialized)
+struct NoisySerialTests {
+    static func withRelay<R>(
+        corruption: Double = 0, lineLoss: Double = 0, simArguments: [String] = [],
+        _ body: (SimSession, SerialFaultRelay) async throws -> R
+    ) async throws -> R {
+        try TestEnvironment.requireBinaries()
+        return try await withSimulator(.serial, extraArguments: simArguments) { session in
+            let relay = try SerialFaultRelay(
+                devicePath: session.directory.path("tty"), corruption: corruption, lineLoss: lineLoss)
+            defer { relay.stop() }
+            return try await body(session, relay)
+        }
+    }
+
+    @Test func a256KiBImageUploadSurvivesOneCorruptByteInTenThousand() async throws {
+        let (data, hash) = try DFUPackages.image(size: 256 * 1024, seed: 12)
+        try await Self.withRelay(corruption: 1e-4) { session, relay in
+            let file = try DFUPackages.write(data, "img.bin", in: session.directory)
+            let upload = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
+            #expect(upload.status == 0, "\(upload)")
+            #expect(relay.corrupted > 0)
+            let slots = try await session.imageList()
+            #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
+        }
+    }
+
+    @Test func aDownloadSurvivesCorruptBytes() async throws {
+        try await Self.withRelay(corruption: 1e-4) { session, relay in
+            let content = Data((0..<16 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+            let local = try DFUPackages.write(content, "f.bin", in: session.directory)
+            expectSuccess(try await session.smp("fs", "upload", local, "/lfs1/f.bin"))
+            let back = session.directory.path("back.bin")
+            let download = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "fs", "download", "/lfs1/f.bin", back], timeout: 120)
+            #expect(download.status == 0, "\(download)")
+            #expect(FileManager.default.contents(atPath: back) == content)
+            #expect(relay.corrupted > 0)
+        }
+    }
+
+    @Test func anImageUploadSurvivesLostLines() async throws {
+        let (data, hash) = try DFUPackages.image(size: 256 * 1024, seed: 13)
+        try await Self.withRelay(lineLoss: 0.03) { session, relay in
+            let file = try DFUPackages.write(data, "img.bin", in: session.directory)
+            let upload = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
+            #expect(upload.status == 0, "\(upload)")
+            #expect(relay.linesLost > 0)
+            let slots = try await session.imageList()
+            #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
+        }
+    }
+}

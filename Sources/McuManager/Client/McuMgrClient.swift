@@ -284,6 +284,7 @@ public actor McuMgrClient {
         case .dropped(let drop):
             lastDrop = drop
             logger.debug("dropped received data: \(drop)")
+            execute(session.answerLost(now: now))
         case .closed(let error):
             guard case .open = link else { return }
             link = .closed

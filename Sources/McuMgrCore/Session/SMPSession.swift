@@ -256,6 +256,22 @@ public struct SMPSession: Sendable {
         return [.complete(request.id, packet)] + drainQueue(now: now)
     }
 
+    /// The link had to discard a frame (a CRC error, a cut line): most likely the answer to the oldest
+    /// request in flight. It is resent at once instead of after its timeout (a duplicate answer, should
+    /// the discarded frame have been something else, is ignored by sequence number).
+    public mutating func answerLost(now: SMPInstant) -> [Action] {
+        guard let (sequence, oldest) = inFlight.min(by: { $0.value.sentAt < $1.value.sentAt }),
+            oldest.retransmittable, oldest.retransmits < configuration.maximumRetransmits,
+            configuration.adaptiveRetransmit || configuration.retransmitInterval != nil
+        else { return [] }
+        var request = oldest
+        request.retransmits += 1
+        notices.append(.retransmitted(sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
+        request.retransmitAt = nextRetransmit(for: request, now: now)
+        inFlight[sequence] = request
+        return [.send(request.id, request.packet)]
+    }
+
     /// Time passed: times out and retransmits requests whose deadlines are due.
     public mutating func tick(now: SMPInstant) -> [Action] {
         var actions: [Action] = []
