@@ -13,8 +13,8 @@ final class LossyUDPProxy: @unchecked Sendable {
     private let deviceSocket: Int32
     private let lossRate: Double
     private let lock = NSLock()
-    private var running = true
-    private var rng: UInt64
+    private let life = RelayLife()
+    private var dice: SeededBytes
     private var clientAddress = sockaddr_in()
     private var haveClient = false
     private(set) var forwarded = 0
@@ -56,37 +56,16 @@ final class LossyUDPProxy: @unchecked Sendable {
         self.deviceSocket = deviceSocket
         self.port = port
         self.lossRate = lossRate
-        self.rng = seed
+        self.dice = SeededBytes(seed: seed)
         Thread { [self] in self.relay() }.start()
     }
 
-    func stop() {
-        lock.lock()
-        let wasRunning = running
-        running = false
-        lock.unlock()
-        guard wasRunning else { return }
-        // The relay polls with a short timeout and closes the sockets when it sees `running` is off.
-        Thread.sleep(forTimeInterval: 0.1)
-    }
-
-    private func lose() -> Bool {
-        // xorshift64*
-        rng ^= rng >> 12
-        rng ^= rng << 25
-        rng ^= rng >> 27
-        let value = Double((rng &* 2_685_821_657_736_338_717) >> 11) / Double(1 << 53)
-        return value < lossRate
-    }
+    func stop() { life.stop() }
 
     private func relay() {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var fds = [pollfd(fd: clientSocket, events: Int16(POLLIN), revents: 0), pollfd(fd: deviceSocket, events: Int16(POLLIN), revents: 0)]
-        while true {
-            lock.lock()
-            let go = running
-            lock.unlock()
-            guard go else { break }
+        while life.isRunning {
             guard poll(&fds, 2, 50) > 0 else { continue }
             if fds[0].revents & Int16(POLLIN) != 0 {
                 var from = sockaddr_in()
@@ -97,13 +76,13 @@ final class LossyUDPProxy: @unchecked Sendable {
                 if n > 0 {
                     clientAddress = from
                     haveClient = true
-                    count(lose()) { _ = send(deviceSocket, buffer, n, 0) }
+                    count(dice.chance(lossRate)) { _ = send(deviceSocket, buffer, n, 0) }
                 }
             }
             if fds[1].revents & Int16(POLLIN) != 0 {
                 let n = recv(deviceSocket, &buffer, buffer.count, 0)
                 if n > 0, haveClient {
-                    count(lose()) {
+                    count(dice.chance(lossRate)) {
                         _ = withUnsafePointer(to: &clientAddress) {
                             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                                 sendto(clientSocket, buffer, n, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

@@ -15,9 +15,8 @@ final class SerialFaultRelay: @unchecked Sendable {
     private let device: Int32
     private let corruption: Double
     private let lineLoss: Double
-    private let lock = NSLock()
-    private var running = true
-    private var rng: UInt64
+    private let life = RelayLife()
+    private var dice: SeededBytes
     private(set) var corrupted = 0
     private(set) var linesLost = 0
 
@@ -47,30 +46,17 @@ final class SerialFaultRelay: @unchecked Sendable {
         self.path = name
         self.corruption = corruption
         self.lineLoss = lineLoss
-        self.rng = seed
+        self.dice = SeededBytes(seed: seed)
         Thread { [self] in self.relay() }.start()
     }
 
-    func stop() {
-        lock.lock()
-        let wasRunning = running
-        running = false
-        lock.unlock()
-        if wasRunning { Thread.sleep(forTimeInterval: 0.1) }
-    }
-
-    private func random() -> Double {
-        rng ^= rng >> 12
-        rng ^= rng << 25
-        rng ^= rng >> 27
-        return Double((rng &* 2_685_821_657_736_338_717) >> 11) / Double(1 << 53)
-    }
+    func stop() { life.stop() }
 
     /// Flips a bit of some bytes.
     private func corrupt(_ bytes: inout [UInt8]) {
         guard corruption > 0 else { return }
-        for i in bytes.indices where random() < corruption {
-            bytes[i] ^= UInt8(1) << UInt8(Int(random() * 8) & 7)
+        for i in bytes.indices where dice.chance(corruption) {
+            bytes[i] ^= UInt8(1) << (dice.next() & 7)
             corrupted += 1
         }
     }
@@ -79,11 +65,7 @@ final class SerialFaultRelay: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var towardDevice: [UInt8] = []  // the line being relayed to the device
         var fds = [pollfd(fd: master, events: Int16(POLLIN), revents: 0), pollfd(fd: device, events: Int16(POLLIN), revents: 0)]
-        while true {
-            lock.lock()
-            let go = running
-            lock.unlock()
-            guard go else { break }
+        while life.isRunning {
             guard poll(&fds, 2, 50) > 0 else { continue }
             if fds[0].revents & Int16(POLLIN) != 0 {
                 let n = read(master, &buffer, buffer.count)
@@ -91,7 +73,7 @@ final class SerialFaultRelay: @unchecked Sendable {
                     for byte in buffer[0..<n] {
                         towardDevice.append(byte)
                         guard byte == 0x0A else { continue }
-                        if lineLoss > 0, random() < lineLoss {
+                        if dice.chance(lineLoss) {
                             linesLost += 1
                         } else {
                             corrupt(&towardDevice)
