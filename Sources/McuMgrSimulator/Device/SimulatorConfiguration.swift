@@ -1,5 +1,6 @@
 /// How a `SimulatedDevice` is built and behaves. Defaults model a Zephyr `smp_svr` sample with MCUboot
-/// in swap-using-scratch mode, SMP v1 and v2, and a LittleFS mount at `/lfs`.
+/// in swap-using-scratch mode, SMP v1 and v2, and a LittleFS mount at `/lfs1` of four 4 KiB blocks (as the
+/// sample's native_sim builds in ../shared/firmware).
 public struct SimulatorConfiguration: Sendable {
     /// Which SMP versions the server understands (PROTOCOL.md 1.3).
     public enum ProtocolSupport: Sendable, Hashable {
@@ -75,14 +76,25 @@ public struct SimulatorConfiguration: Sendable {
     public var initialUnixTime: Int64? = nil
 
     // File system.
-    /// The mount point; paths must start with it.
-    public var mountPoint: String = "/lfs"
+    /// The mount point; paths must start with it (Zephyr's smp_svr sample mounts LittleFS at `/lfs1`).
+    public var mountPoint: String = "/lfs1"
     /// Files present at start (absolute paths under `mountPoint`).
     public var initialFiles: [String: [UInt8]] = [
-        "/lfs/settings.txt": Array("boot_count=1\nname=zephyr-sim\n".utf8),
-        "/lfs/hello.txt": Array("Hello from the simulated device!\n".utf8),
+        "/lfs1/settings.txt": Array("boot_count=1\nname=zephyr-sim\n".utf8),
+        "/lfs1/hello.txt": Array("Hello from the simulated device!\n".utf8),
     ]
-    /// Largest file-download chunk (`CONFIG_MCUMGR_GRP_FS_DL_CHUNK_SIZE`); nil = what fits `bufferSize`.
+    /// LittleFS block size in bytes.
+    public var fileSystemBlockSize: Int = 4096
+    /// LittleFS blocks (two go to the root directory); a write beyond the free blocks fails with FS err
+    /// 10 (FILE_WRITE_FAILED). Nil = unlimited. The default 4 x 4 KiB is the shared native_sim builds'
+    /// file system: one file of up to 8188 bytes, or two of up to 4096.
+    public var fileSystemBlockCount: Int? = 4
+    /// A file left open by an upload or download is closed (and committed) after this much idle time
+    /// (`CONFIG_MCUMGR_GRP_FS_FILE_AUTOMATIC_IDLE_CLOSE_TIME`; between 3 and 4.5 s measured on
+    /// native_sim_udp 4.4.0).
+    public var fileIdleCloseTime: Duration = .seconds(4)
+    /// Largest file-download chunk (`CONFIG_MCUMGR_GRP_FS_DL_CHUNK_SIZE`); nil = Zephyr's default,
+    /// `bufferSize` - 44 (2004 bytes at buf_size 2048, measured on native_sim_udp 4.4.0).
     public var downloadChunkSize: Int? = nil
 
     // Settings.

@@ -10,7 +10,7 @@ extension DeviceState {
         case 1:
             return .ok(["groups": .array(groups.map { .unsigned(UInt64($0)) })])
         case 2:
-            let index = try request.fields().count("index") ?? 0
+            let index = try request.decodedFields().count("index") ?? 0
             guard index < groups.count else { throw .group(.enumeration, 4) }  // INDEX_TOO_LARGE
             if index == groups.count - 1 {
                 return .ok(["group": .unsigned(UInt64(groups[index])), "end": true])
@@ -18,7 +18,7 @@ extension DeviceState {
             return .ok(["group": .unsigned(UInt64(groups[index]))])
         case 3:
             var selected = groups
-            if let filter = try request.fields().array("groups") {
+            if let filter = try request.decodedFields().array("groups") {
                 var wanted: Set<UInt16> = []
                 for item in filter {
                     guard let id = item.uint64 else { throw .invalidValue }

@@ -3,7 +3,16 @@ import McuMgrCore
 /// Settings group (3): read, write, delete, commit, load, save (PROTOCOL.md 3.4).
 extension DeviceState {
     mutating func handleSettings(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        let fields = try request.fields()
+        switch (request.command.rawValue, request.isRead) {
+        case (2, false):
+            return .empty
+        case (3, true):
+            settings.load()
+            return .empty
+        default:
+            break
+        }
+        let fields = try request.decodedFields()
         switch (request.command.rawValue, request.isRead) {
         case (0, true):
             let name = try settingsName(fields)

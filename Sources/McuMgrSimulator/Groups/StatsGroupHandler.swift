@@ -5,7 +5,7 @@ extension DeviceState {
     mutating func handleStats(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         switch request.command.rawValue {
         case 0:
-            guard let name = try request.fields().text("name") else { throw .invalidValue }
+            guard let name = try request.decodedFields().text("name") else { throw .invalidValue }
             let uptimeMs = uptime.nanosecondsClamped / 1_000_000
             // Zephyr's stat_mgmt answers an unknown group name with STAT_MGMT_ERR_INVALID_GROUP.
             guard let fields = stats.fields(of: name, uptimeMilliseconds: uptimeMs) else { throw .group(.stats, 2) }

@@ -103,7 +103,7 @@ struct SimulatedOtherGroupsTests {
         #expect(try run(["echo", "a", "b"])["o"]?.string == "a b\n")
         #expect(try run(["kernel", "uptime"])["o"]?.string?.hasPrefix("Uptime: ") == true)
         #expect(try run(["help"])["ret"]?.int == 0)
-        let ls = try #require(try run(["fs", "ls", "/lfs"])["o"]?.string)
+        let ls = try #require(try run(["fs", "ls", "/lfs1"])["o"]?.string)
         #expect(ls.contains("hello.txt"))
         let unknown = try run(["frobnicate"])
         #expect(unknown["ret"]?.int != 0)
