@@ -114,7 +114,8 @@ struct DeviceState: Sendable {
             outcome = .returnCode(McuMgrReturnCode.corrupt.rawValue)
             consumed = packet.count - start
         } else if let operation = SMPOperation(rawValue: opBits), !operation.isResponse,
-            SupportedCommands.accepts(group: group.rawValue, command: command.rawValue, operation: operation)
+            SupportedCommands.accepts(group: group.rawValue, command: command.rawValue, operation: operation),
+            configuration.serves(group: group.rawValue, command: command.rawValue)
         {
             let payloadStart = start + SMPHeader.size
             let request = SimulatedRequest(

@@ -17,6 +17,11 @@ public struct SimulatorConfiguration: Sendable {
     public var bufferSize: Int = 2048
     /// `buf_count`: SMP buffers shared by requests and responses.
     public var bufferCount: Int = 4
+    /// The groups the build has, in the order it registers them (enumeration lists them so); nil = every
+    /// group the simulator serves, by id. Requests to other groups get `rc 8`.
+    public var enabledGroups: [UInt16]? = nil
+    /// Commands the build lacks (group → command ids): `rc 8`, as for unknown commands.
+    public var disabledCommands: [UInt16: Set<UInt8>] = [:]
     public var protocolSupport: ProtocolSupport = .v1AndV2
     /// Emit maps and arrays with indefinite lengths (`0xBF…0xFF`) like non-canonical zcbor.
     public var indefiniteLengthMaps: Bool = false
@@ -133,5 +138,61 @@ public struct SimulatorConfiguration: Sendable {
     public var v1Only: Bool {
         get { protocolSupport == .v1Only }
         set { protocolSupport = newValue ? .v1Only : .v1AndV2 }
+    }
+
+    /// Whether the build serves a group and command (before the operation is checked).
+    func serves(group: UInt16, command: UInt8) -> Bool {
+        if let enabledGroups, !enabledGroups.contains(group) { return false }
+        return !(disabledCommands[group]?.contains(command) ?? false)
+    }
+}
+
+/// The shared Zephyr 4.4.0 smp_svr builds in ../shared/firmware, as simulator configurations.
+public enum ZephyrBuild: String, Sendable, CaseIterable {
+    /// `native_sim_serial.exe`: console serial, 4 x 384-byte SMP buffers, 2 x 128-byte line buffers.
+    case nativeSimSerial = "native_sim_serial"
+    /// `native_sim_serial_fs.exe`: 4 x 1024-byte SMP buffers, 512-byte line buffers; os stat fs enum.
+    case nativeSimSerialFS = "native_sim_serial_fs"
+    /// `native_sim_udp.exe`: UDP, 2 x 2048-byte SMP buffers.
+    case nativeSimUDP = "native_sim_udp"
+
+    /// Its SMP buffers (`os params`), line buffers (serial builds) and groups, measured: no image group
+    /// (no MCUboot), no memory-pool statistics, date-time or bootloader info in the OS group,
+    /// indefinite-length maps in every answer, an empty LittleFS of four 4 KiB blocks at /lfs1.
+    public var configuration: SimulatorConfiguration {
+        var configuration = SimulatorConfiguration()
+        switch self {
+        case .nativeSimSerial:
+            configuration.bufferSize = 384
+            configuration.bufferCount = 4
+            configuration.enabledGroups = [10, 8, 0, 3, 9, 2, 63]
+        case .nativeSimSerialFS:
+            configuration.bufferSize = 1024
+            configuration.bufferCount = 4
+            configuration.enabledGroups = [10, 8, 0, 2]
+        case .nativeSimUDP:
+            configuration.bufferSize = 2048
+            configuration.bufferCount = 2
+            configuration.enabledGroups = [10, 8, 0, 3, 9, 2, 63]
+        }
+        configuration.disabledCommands = [0: [1, 3, 4, 8]]
+        configuration.indefiniteLengthMaps = true
+        configuration.initialFiles = [:]
+        configuration.initialSettings = [:]
+        configuration.boardName = "native_sim/native"
+        configuration.kernelVersion = "4.4.0"
+        configuration.machine = "posix"
+        configuration.processor = "x86"
+        configuration.hostname = "unknown"
+        return configuration
+    }
+
+    /// Its serial receive line buffers (size, count); nil for UDP.
+    public var receiveLineBuffers: (size: Int, count: Int)? {
+        switch self {
+        case .nativeSimSerial: return (128, 2)
+        case .nativeSimSerialFS: return (512, 2)
+        case .nativeSimUDP: return nil
+        }
     }
 }

@@ -3,7 +3,9 @@ import McuMgrCore
 /// Enumeration group (10): count, list, single, details (PROTOCOL.md 3.8).
 extension DeviceState {
     mutating func handleEnumeration(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        let groups = SupportedCommands.groups.filter { $0 != SUITState.group || suit != nil }
+        let groups = (configuration.enabledGroups ?? SupportedCommands.groups).filter {
+            SupportedCommands.table[$0] != nil && ($0 != SUITState.group || suit != nil)
+        }
         switch request.command.rawValue {
         case 0:
             return .ok(["count": .unsigned(UInt64(groups.count))])
@@ -29,12 +31,19 @@ extension DeviceState {
             let details: [CBOR] = selected.map { id in
                 .map(.entries([
                     "group": .unsigned(UInt64(id)), "name": .text(SupportedCommands.name(id)),
-                    "handlers": .unsigned(UInt64(SupportedCommands.handlerCount(id))),
+                    "handlers": .unsigned(UInt64(handlerCount(id))),
                 ]))
             }
             return .ok(["groups": .array(details)])
         default:
             throw .notSupported
         }
+    }
+
+    /// Zephyr's handler count for a group: the highest command id it serves + 1 (handler arrays are
+    /// indexed by id).
+    private func handlerCount(_ group: UInt16) -> Int {
+        let served = (SupportedCommands.table[group] ?? [:]).keys.filter { configuration.serves(group: group, command: $0) }
+        return (served.max()).map { Int($0) + 1 } ?? 0
     }
 }
