@@ -112,6 +112,12 @@ public struct SimulatorConfiguration: Sendable {
     public var settingsValueLimit: Int = 256
     /// Longest settings key (`CONFIG_MCUMGR_GRP_SETTINGS_NAME_LEN`); longer → settings err 2.
     public var settingsNameLimit: Int = 64
+    /// The settings subtrees with a registered handler (the part before the first `/`); nil = any key is
+    /// accepted. Reading or writing a key under another root is ROOT_KEY_NOT_FOUND (settings err 5) and
+    /// deleting one KEY_NOT_FOUND (3), as on native_sim_udp 4.4.0, which registers none.
+    public var settingsRoots: Set<String>? = nil
+    /// `settings save` fails with SAVE_FAILED (settings err 8), as on native_sim_udp 4.4.0.
+    public var settingsSaveFails: Bool = false
 
     public init() {}
 
@@ -179,6 +185,8 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
         configuration.indefiniteLengthMaps = true
         configuration.initialFiles = [:]
         configuration.initialSettings = [:]
+        configuration.settingsRoots = []
+        configuration.settingsSaveFails = true
         configuration.boardName = "native_sim/native"
         configuration.kernelVersion = "4.4.0"
         configuration.machine = "posix"
