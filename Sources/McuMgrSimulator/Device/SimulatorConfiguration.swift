@@ -67,6 +67,10 @@ public struct SimulatorConfiguration: Sendable {
     /// Allow confirming the primary slot of a non-active image
     /// (`CONFIG_MCUMGR_GRP_IMG_ALLOW_CONFIRM_NON_ACTIVE_IMAGE_ANY`); otherwise IMG err 32.
     public var allowConfirmNonActiveImageAny: Bool = false
+    /// Allow erasing a secondary slot marked for test or permanent before the reset
+    /// (`CONFIG_MCUMGR_GRP_IMG_ALLOW_ERASE_PENDING`, default y in Zephyr's img_mgmt Kconfig); a slot a
+    /// revert would boot stays refused (IMG err 9). Off: pending slots are refused too.
+    public var allowErasePending: Bool = true
 
     // Reset.
     /// Time between answering a reset and the reboot (`CONFIG_MCUMGR_GRP_OS_RESET_MS`).

@@ -5,6 +5,10 @@ import McuMgrCore
 extension DeviceState {
     mutating func handleImage(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         if suit != nil { return try handleSUITImage(request) }
+        // Zephyr builds no image group into an application under MCUboot's single-application mode
+        // (MCUMGR_GRP_IMG depends on !MCUBOOT_BOOTLOADER_MODE_SINGLE_APP): images are uploaded through
+        // MCUboot's serial recovery (reset with boot mode 1) only.
+        if configuration.bootloader.mode == .singleApplication && runMode == .application { throw .notSupported }
         switch request.command.rawValue {
         case 0: return request.isRead ? imageList() : try imageStateWrite(request)
         case 1: return try imageUpload(request)
@@ -134,7 +138,9 @@ extension DeviceState {
     private mutating func imageErase(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         // Default: the slot opposite the active one of image 0 (Zephyr img_mgmt_get_other_slot).
         let slot = try request.decodedFields().count("slot") ?? images.pairs[0].otherSlot
-        if let rc = images.erase(absoluteSlot: slot) { throw .group(.image, rc) }
+        if let rc = images.erase(absoluteSlot: slot, allowErasePending: configuration.allowErasePending) {
+            throw .group(.image, rc)
+        }
         return .empty
     }
 
