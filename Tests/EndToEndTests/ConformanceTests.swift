@@ -31,4 +31,19 @@ struct ConformanceTests {
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains(" 0 differences"), "\(result)")
     }
+
+    /// `Scripts/conformance_serial.py`: requests and line-buffer probes (longest line, too long a line,
+    /// frames and lines back to back, packets at buf_size - 4) against each serial build and
+    /// `smp-sim --like` it over a pty.
+    @Test(arguments: ["native_sim_serial", "native_sim_serial_fs"])
+    func serialAnswersAndLineBuffersMatch(build: String) async throws {
+        try TestEnvironment.requireBinaries()
+        let script = TestEnvironment.repositoryRoot.appendingPathComponent("Scripts/conformance_serial.py").path
+        let result = try await ProcessRunner.run(
+            TestEnvironment.venvTool("python"),
+            [script, "--sim", TestEnvironment.smpSim.path, "--build", build, "--firmware", SharedFirmware.directory.path],
+            timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains(" 0 differences"), "\(result)")
+    }
 }

@@ -107,6 +107,9 @@ public final class SimulatedDevice: @unchecked Sendable {
         withState { _ in resetObservers[token] = nil }
     }
 
+    /// `buf_size` of what runs now (the application's, or serial recovery's).
+    public var currentBufferSize: Int { withState { $0.bufferSize } }
+
     /// What the device runs now (application, serial recovery, firmware loader).
     public var runMode: SimulatedRunMode { withState { $0.runMode } }
 

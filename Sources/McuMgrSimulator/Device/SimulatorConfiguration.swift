@@ -161,7 +161,7 @@ public struct SimulatorConfiguration: Sendable {
 public enum ZephyrBuild: String, Sendable, CaseIterable {
     /// `native_sim_serial.exe`: console serial, 4 x 384-byte SMP buffers, 2 x 128-byte line buffers.
     case nativeSimSerial = "native_sim_serial"
-    /// `native_sim_serial_fs.exe`: 4 x 1024-byte SMP buffers, 512-byte line buffers; os stat fs enum.
+    /// `native_sim_serial_fs.exe`: 4 x 1024-byte SMP buffers, 4 x 512-byte line buffers; os stat fs enum.
     case nativeSimSerialFS = "native_sim_serial_fs"
     /// `native_sim_udp.exe`: UDP, 2 x 2048-byte SMP buffers.
     case nativeSimUDP = "native_sim_udp"
@@ -203,7 +203,9 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
     public var receiveLineBuffers: (size: Int, count: Int)? {
         switch self {
         case .nativeSimSerial: return (128, 2)
-        case .nativeSimSerialFS: return (512, 2)
+        // Measured: 4 one-line frames back to back are all answered (so at least 4 line buffers; with
+        // 5 the real device stopped answering in our probe), lines of 511 bytes taken, 515 dropped.
+        case .nativeSimSerialFS: return (512, 4)
         case .nativeSimUDP: return nil
         }
     }

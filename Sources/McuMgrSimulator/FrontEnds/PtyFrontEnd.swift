@@ -228,6 +228,8 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
     private var emulation: LinkEmulation
     private var lineBuffers: SerialLineBuffers?
     private let onDrop: (@Sendable (String) -> Void)?
+    /// Console framing: the frame's length and CRC share the SMP buffer with the packet.
+    private let consoleFraming: Bool
     /// The origin of the device's ticks.
     private let start = NIODeadline.now()
     /// The release time a task is scheduled for, if any.
@@ -237,6 +239,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
         device: SimulatedDevice, codec: any SMPFramingCodec, emulation: LinkEmulation,
         lineBuffers: SerialLineBuffers? = nil, onDrop: (@Sendable (String) -> Void)? = nil
     ) {
+        self.consoleFraming = codec is ConsoleSerialCodec
         self.device = device
         self.codec = codec
         self.emulation = emulation
@@ -306,6 +309,9 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
         var answeredAt: NIODeadline?
         for event in codec.decode(bytes) {
             guard case .packet(let request) = event else { continue }
+            // uart_mcumgr reassembles a frame (length, packet, CRC) in one SMP buffer: a packet of more
+            // than buf_size - 4 bytes is dropped (native_sim_serial_fs: 1024-byte packet, buf_size 1024).
+            if consoleFraming, request.count + 4 > device.currentBufferSize { continue }
             guard let response = device.handleUnlessRebooting(request) else { continue }
             var encoded = context.channel.allocator.buffer(capacity: response.count * 2)
             for unit in codec.encode(response) { encoded.writeBytes(unit) }
