@@ -8,7 +8,7 @@ struct LossyLinkTests {
     @Test func aMebibyteImageUploadThroughTenPercentLossCompletesAndVerifies() async throws {
         try TestEnvironment.requireBinaries()
         let (data, hash) = try DFUPackages.image(size: 1 << 20, seed: 10)
-        try await withSimulator(.udp, extraArguments: ["--slot-size", String(0x120000)]) { session in
+        try await withSimulator(.udp, extraArguments: ["--slot-size", String(0x120000), "--buf-size", "2048"]) { session in
             let file = try DFUPackages.write(data, "big.bin", in: session.directory)
             let devicePort = try #require(session.sim.udpEndpoints.first?.port)
             let proxy = try LossyUDPProxy(devicePort: devicePort, lossRate: 0.10, seed: 42)
@@ -30,7 +30,8 @@ struct LossyLinkTests {
 @Suite("Noisy serial lines", .serialized)
 struct NoisySerialTests {
     static func withRelay<R>(
-        corruption: Double = 0, lineLoss: Double = 0, simArguments: [String] = [],
+        corruption: Double = 0, lineLoss: Double = 0,
+        simArguments: [String] = ["--buf-size", "2048", "--rx-lines", "0", "--fs-blocks", "0"],
         _ body: (SimSession, SerialFaultRelay) async throws -> R
     ) async throws -> R {
         try TestEnvironment.requireBinaries()
@@ -50,6 +51,7 @@ struct NoisySerialTests {
                 TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
             #expect(upload.status == 0, "\(upload)")
             #expect(relay.corrupted > 0)
+            relay.stop()  // it holds the device's pty: ask the device directly now
             let slots = try await session.imageList()
             #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
         }
@@ -59,7 +61,10 @@ struct NoisySerialTests {
         try await Self.withRelay(corruption: 1e-4) { session, relay in
             let content = Data((0..<16 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
             let local = try DFUPackages.write(content, "f.bin", in: session.directory)
-            expectSuccess(try await session.smp("fs", "upload", local, "/lfs1/f.bin"))
+            // Through the relay too (the relay holds the device's pty): the upload meets the same noise.
+            expectSuccess(
+                try await ProcessRunner.run(
+                    TestEnvironment.smp, ["--device", "serial:\(relay.path)", "fs", "upload", local, "/lfs1/f.bin"], timeout: 120))
             let back = session.directory.path("back.bin")
             let download = try await ProcessRunner.run(
                 TestEnvironment.smp, ["--device", "serial:\(relay.path)", "fs", "download", "/lfs1/f.bin", back], timeout: 120)
@@ -77,6 +82,7 @@ struct NoisySerialTests {
                 TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
             #expect(upload.status == 0, "\(upload)")
             #expect(relay.linesLost > 0)
+            relay.stop()  // it holds the device's pty: ask the device directly now
             let slots = try await session.imageList()
             #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
         }
