@@ -155,7 +155,8 @@ struct DFUCommand: AsyncParsableCommand {
         }
     }
 
-    /// Runs an upgrade with the live view; SIGINT cancels it (exit 130; a new run resumes the upload).
+    /// Runs an upgrade with the live view; cancelling the task (SIGINT/SIGTERM, see `Interruption`)
+    /// cancels the upgrade (exit 130; a new run resumes the upload).
     static func run(
         _ manager: FirmwareUpgradeManager, images: [McuMgrPackage.Image], configuration: FirmwareUpgradeConfiguration,
         resources: [String: Data] = [:], view: DFUView
@@ -170,16 +171,12 @@ struct DFUCommand: AsyncParsableCommand {
                 }
             }
         }
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        interrupt.setEventHandler { manager.cancel() }
-        interrupt.resume()
-        defer {
-            interrupt.cancel()
-            signal(SIGINT, SIG_DFL)
-        }
         do {
-            let result = try await manager.upgrade(images: images, configuration: configuration, resources: resources)
+            let result = try await withTaskCancellationHandler {
+                try await manager.upgrade(images: images, configuration: configuration, resources: resources)
+            } onCancel: {
+                manager.cancel()
+            }
             await printer.value
             return result
         } catch {
