@@ -23,12 +23,13 @@ public final class UDPTransport: McuMgrTransport {
         /// bytes; 1472 stays within one Ethernet frame over IPv4. Answers of any size up to 65507 bytes
         /// are read whole, whatever this says.
         public var mtu: Int
-        /// Resend an unanswered request after this long.
-        public var retransmitInterval: Duration
+        /// Resend an unanswered request after this fixed interval; nil (the default) resends after a
+        /// timeout measured from round trips (smoothed RTT + 4 x variation, doubled on each resend).
+        public var retransmitInterval: Duration?
         public var maximumRetransmits: Int
 
         public init(
-            host: String, port: Int = 1337, mtu: Int = 1472, retransmitInterval: Duration = .milliseconds(1000),
+            host: String, port: Int = 1337, mtu: Int = 1472, retransmitInterval: Duration? = nil,
             maximumRetransmits: Int = 6
         ) {
             self.host = host
@@ -47,8 +48,8 @@ public final class UDPTransport: McuMgrTransport {
     public var mtu: Int { configuration.mtu }
     public var sessionDefaults: SMPSessionConfiguration {
         SMPSessionConfiguration(
-            window: 1, retransmitInterval: configuration.retransmitInterval,
-            maximumRetransmits: configuration.maximumRetransmits)
+            window: 1, retransmitInterval: configuration.retransmitInterval, adaptiveRetransmit: true,
+            retransmitFloor: .milliseconds(100), maximumRetransmits: configuration.maximumRetransmits)
     }
 
     private let group: any EventLoopGroup

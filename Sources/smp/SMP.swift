@@ -9,8 +9,10 @@ struct SMP: AsyncParsableCommand {
         discussion: """
             USAGE: smp [--device URI] [--json] [--timeout S] [-v] GROUP COMMAND ...
 
-            Devices: serial:/dev/ttyACM0?baud=115200 (options framing=console|raw, line=127, mtu=N, \
-            flow=rtscts); udp:HOST[:PORT] or udp:[IPv6][:PORT] (default port 1337); sim: (a built-in \
+            Devices: serial:/dev/ttyACM0?baud=115200 (options framing=console|raw, flow=rtscts; the link's \
+            limits are learned from the device, starting from Zephyr's 2 receive lines of 128 bytes; fix them \
+            with line=BYTES (longest line), lines=N (lines the device holds), window=N (frames in flight), \
+            gap=MS (pause between bursts of lines), mtu=N); udp:HOST[:PORT] or udp:[IPv6][:PORT] (default port 1337); sim: (a built-in \
             simulated device). $SMP_DEVICE sets the default device.
 
             Bluetooth LE (through BlueZ): ble:AA:BB:CC:DD:EE:FF or ble:name=NAME (options adapter=hci1, \
@@ -62,7 +64,7 @@ enum SMPMain {
 /// `smp --device udp:10.0.0.2 os echo hi`, by moving them behind the group and command names where the
 /// argument parser expects them.
 enum GlobalOptionPlacement {
-    static let flags: Set<String> = ["--json", "-v", "--verbose"]
+    static let flags: Set<String> = ["--json", "-v", "-vv", "-vvv", "--verbose"]
     static let valued: Set<String> = ["--device", "-d", "--timeout"]
 
     static func reorder(_ arguments: [String]) -> [String] {

@@ -49,8 +49,8 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         let total = source.size
-        let (messageLimit, deviceDepth) = try await linkLimits()
-        let depth = max(1, configuration.pipelineDepth ?? deviceDepth)
+        let (messageLimit, deviceDepth) = try await linkLimits(total: total)
+        let depth = max(1, deviceDepth)
 
         if total == 0 {
             let request = target.request(offset: 0, data: Data(), totalSize: 0)
@@ -84,11 +84,14 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         progress: TransferProgressHandler?, clock: ContinuousClock, started: ContinuousClock.Instant
     ) async throws -> UploadResult {
         var planner = SMPUploadPlanner(totalSize: total, window: depth, alignment: configuration.byteAlignment)
+        // Chunks in flight: grows on answers up to what the device holds, halves when one is lost.
+        var congestion = CongestionWindow(ceiling: depth)
         var firstChunkPending = false
         var resumedFrom: Int?
         var baseline = 0
         var baselineTime = started
         var consecutiveLosses = 0
+        var losses = 0
         var stalls = 0
         var chunksSent = 0
         var largestChunk = 0
@@ -108,10 +111,13 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         var maximumLengths: [Int: Int] = [:]
 
         func submit(_ chunk: SMPUploadPlanner.Chunk, payload: [UInt8]) async throws {
+            // The chunk at offset 0 may erase a slot for seconds: it is never resent while the device works
+            // (a second copy would start the upload again). Later chunks are resent after the measured
+            // round-trip timeout when the link loses them.
             let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
             handles[chunk] = try await client.submit(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
-                payload: payload, timeout: timeout, name: Target.Request.operationName
+                payload: payload, timeout: timeout, retransmittable: chunk.offset != 0, name: Target.Request.operationName
             ) { result in sink.yield((chunk, result)) }
             payloads[chunk] = payload
             running += 1
@@ -126,6 +132,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     try Task.checkCancellation()
                 }
                 // Fill the window; the chunk at offset 0 goes alone.
+                planner.window = congestion.value
                 while !firstChunkPending, control?.isPaused != true {
                     let offset = planner.nextOffset
                     guard offset < total, planner.inFlight.count < depth else { break }
@@ -184,6 +191,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                         }
                     }
                     consecutiveLosses = 0
+                    if congestion.acknowledged() { client.logger.debug("upload: \(congestion)") }
                     if case .invalidOffset(let bad) = planner.acknowledge(chunk, deviceOffset: deviceOffset) {
                         throw McuMgrError(
                             .protocolViolation,
@@ -192,7 +200,18 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 case .failure(let error) where error.kind == .timeout:
                     if chunk.offset == 0 { firstChunkPending = false }
                     consecutiveLosses += 1
-                    if consecutiveLosses > configuration.maximumTimeoutRetries { throw error }
+                    losses += 1
+                    if congestion.lost() { client.logger.debug("upload: chunk \(chunk) lost, \(congestion)") }
+                    if consecutiveLosses > configuration.maximumTimeoutRetries {
+                        throw McuMgrError(
+                            .timeout,
+                            "\(error.message) The upload reached offset \(planner.confirmedOffset) of \(total) bytes; run the same command again to resume from there.")
+                    }
+                    if losses >= 8, losses * 4 > chunksSent {
+                        throw McuMgrError(
+                            .timeout,
+                            "\(client.transport.name) lost \(losses) of \(chunksSent) chunks; the upload reached offset \(planner.confirmedOffset) of \(total) bytes. Check the link (cable, baud rate, interference) and run the same command again to resume.")
+                    }
                     planner.chunkLost(chunk)
                 case .failure(let error):
                     throw error
@@ -225,27 +244,49 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
             chunksSent: chunksSent, duration: clock.now - started)
     }
 
-    /// The device's message limit and pipelining depth (from OS params; MTU and 1 when unsupported).
-    private func linkLimits() async throws -> (messageLimit: Int, depth: Int) {
-        let mtu = client.transport.mtu
-        if let bufferSize = configuration.deviceBufferSize, let depth = configuration.pipelineDepth {
-            let limit = bufferSize > SMPHeader.size ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
-            return (limit, max(1, depth))
-        }
-        do {
-            let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
-            // The transport knows what the link spends of the device's buffer (serial: length + CRC).
-            let bufferSize = configuration.deviceBufferSize ?? parameters.bufferSize
-            let limit =
-                bufferSize > SMPHeader.size
-                ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
-            return (limit, max(1, parameters.bufferCount - 1))
-        } catch let error as McuMgrError where error.kind == .device {
-            if let bufferSize = configuration.deviceBufferSize, bufferSize > SMPHeader.size {
-                return (client.transport.maximumPacketSize(deviceBufferSize: bufferSize), 1)
+    /// Uploads of at least this many bursts at the starting console line limits are worth probing the
+    /// link for longer lines and bursts first (a probe the device does not answer costs a few round trips).
+    static var probeThresholdBursts: Int { 16 }
+
+    /// The device's message limit and pipelining depth: the link's limits (`LinkLimits`), refined by the
+    /// device's buffers (`os params`; without them one request at a time) and, on a serial console, by
+    /// probing the line buffers when the upload is long enough to gain from it.
+    private func linkLimits(total: Int) async throws -> (messageLimit: Int, depth: Int) {
+        let transport = client.transport
+        var bufferSize = configuration.deviceBufferSize
+        var bufferCount: Int?
+        if bufferSize == nil || configuration.pipelineDepth == nil {
+            do {
+                let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
+                bufferSize = bufferSize ?? parameters.bufferSize
+                bufferCount = parameters.bufferCount
+            } catch let error as McuMgrError where error.kind == .device {
+                // Older firmware: no parameters. Zephyr's default buffer is assumed for probing only.
             }
-            return (mtu, 1)
         }
+        if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe {
+            let burst = max(1, console.currentConsoleLines.largestPacketPerBurst - 32)
+            if total >= Self.probeThresholdBursts * burst {
+                await LinkProbe.run(client: client, transport: console, deviceBufferSize: bufferSize, logger: client.logger)
+            }
+        }
+        var limits = transport.linkLimits
+        if let bufferSize, bufferSize > SMPHeader.size {
+            // The transport knows what the link spends of the device's buffer (serial: length and CRC).
+            limits.maximumPacketSize = transport.maximumPacketSize(deviceBufferSize: bufferSize)
+            limits.deviceBufferSize = bufferSize
+        }
+        if let bufferCount {
+            limits.deviceBufferCount = bufferCount
+            limits.framesInFlight = min(limits.framesInFlight, max(1, bufferCount - 1))
+        } else {
+            limits.framesInFlight = 1
+        }
+        client.logger.debug("link: \(limits)")
+        // What the link holds (a serial console: one frame unless `window=` says more) bounds a depth
+        // asked for, too.
+        let depth = min(configuration.pipelineDepth ?? limits.framesInFlight, transport.linkLimits.framesInFlight)
+        return (limits.maximumPacketSize, depth)
     }
 
     /// The largest data length for a chunk at `offset`, from the request encoded with empty data.

@@ -130,7 +130,11 @@ struct DFUCommand: AsyncParsableCommand {
         // comes back under another tty name; other devices are reopened at the same path or address.
         let follower = await ResetFollowing.prepare(context)
         let reconnection = follower.map { followingReconnection($0, context) } ?? Self.reconnection(for: context.uri)
-        let manager = FirmwareUpgradeManager(client: context.client, reconnection: reconnection)
+        // --timeout, when given, is the longest wait for every chunk, the first (erase) one included.
+        let upload = global.uploadConfiguration()
+        let manager = FirmwareUpgradeManager(
+            client: context.client, reconnection: reconnection,
+            options: FirmwareUpgradeManager.Options(firstChunkTimeout: upload.firstChunkTimeout, chunkTimeout: upload.chunkTimeout))
         do {
             _ = try await Self.run(
                 manager, images: package.images, configuration: configuration, resources: resourceData, view: view)

@@ -54,7 +54,7 @@ struct FSCommand: AsyncParsableCommand {
             let bar = context.progressBar("upload")
             let result = try await FileSystemManager(client: context.client).upload(
                 url, to: remote, verify: !noVerify, resume: !restart,
-                configuration: UploadConfiguration(pipelineDepth: pipeline, maximumChunkSize: chunkSize)
+                configuration: global.uploadConfiguration(pipelineDepth: pipeline, maximumChunkSize: chunkSize)
             ) { bar.update(done: $0.bytesTransferred, total: $0.totalBytes) }
             bar.finish()
             context.emit(item: FSCommand.item(result, local: local, remote: remote)) {

@@ -97,7 +97,7 @@ struct ImageCommand: AsyncParsableCommand {
                 }
             }
             let bar = context.progressBar("upload")
-            let configuration = UploadConfiguration(
+            let configuration = global.uploadConfiguration(
                 pipelineDepth: pipeline, byteAlignment: alignment, maximumChunkSize: chunkSize)
             let result = try await ImageManager(client: context.client).upload(
                 file: url, image: image, upgrade: upgrade ? true : nil, configuration: configuration
