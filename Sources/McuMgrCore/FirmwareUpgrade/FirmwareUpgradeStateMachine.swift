@@ -814,9 +814,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     private mutating func succeed() {
         let uploaded = targets.filter(\.needsUpload).map(\.image.image)
-        let summary = FirmwareUpgradeSummary(
+        var summary = FirmwareUpgradeSummary(
             mode: configuration.upgradeMode, bootloaderMode: mode, uploadedImages: uploaded,
             skippedImages: skipped, didReset: didReset, notes: notes)
+        summary.serialRecovery = serialRecovery
         go(.success)
         out.append(.finished(summary))
     }

@@ -29,6 +29,7 @@ import Testing
         let summary = FW.summary(done)
         #expect(summary?.didReset == true)
         #expect(summary?.uploadedImages == [0])
+        #expect(summary?.serialRecovery == true)
         #expect(summary?.notes.contains { $0.contains("serial recovery") && $0.contains("slot 0") } == true)
     }
 
