@@ -1,0 +1,228 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `smp fs` end to end: large UDP answers, interruption (SIGINT/SIGTERM) and resumption, against
+/// `smp-sim` and against the real Zephyr build (native_sim_serial_fs) when ../shared/firmware has it.
+@Suite(.serialized) struct TransferEndToEndTests {
+    /// A started `smp` that the test signals.
+    final class Running: @unchecked Sendable {
+        let process = Process()
+        private let stdout = Pipe()
+        private let stderr = Pipe()
+
+        init(_ arguments: [String]) throws {
+            try TestEnvironment.requireBinaries()
+            process.executableURL = TestEnvironment.smp
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment.removeValue(forKey: "SMP_DEVICE")
+            process.environment = environment
+            process.standardOutput = stdout
+            process.standardError = stderr
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        /// Sends `signal` and waits (at most 20 s) for the exit; returns status, stdout, stderr.
+        func signal(_ number: Int32) async throws -> (Int32, String, String) {
+            kill(process.processIdentifier, number)
+            let deadline = Date().addingTimeInterval(20)
+            while process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                throw E2EError("smp did not exit within 20 s of signal \(number)")
+            }
+            let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (process.terminationStatus, out, err)
+        }
+    }
+
+    /// The simulator's file-system mount: /lfs1 (as Zephyr's sample) where it has it, else /lfs.
+    static func mount(_ session: SimSession) async throws -> String {
+        let probe = session.directory.path("probe.txt")
+        try Data("probe".utf8).write(to: URL(fileURLWithPath: probe))
+        let result = try await session.smp("fs", "upload", probe, "/lfs1/probe.txt")
+        return result.status == 0 ? "/lfs1" : "/lfs"
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        let line = text.split(separator: "\n").last.map(String.init) ?? ""
+        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw E2EError("not a JSON object: \(text)")
+        }
+        return object
+    }
+
+    @Test("UDP answers longer than 2048 bytes arrive whole: fs download from a device with buf_size 8192")
+    func largeUDPAnswers() async throws {
+        try await withSimulator(.udp, extraArguments: ["--buf-size", "8192"]) { session in
+            let mount = try await Self.mount(session)
+            let payload = randomBytes(100_000)
+            let local = session.directory.path("up.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            expectSuccess(try await session.smp("fs", "upload", local, "\(mount)/big.bin"))
+            let back = session.directory.path("down.bin")
+            expectSuccess(try await session.smp("-v", "fs", "download", "\(mount)/big.bin", back))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+        }
+    }
+
+    @Test("an fs upload stopped by SIGINT exits 130 and resumes from the device's offset when run again")
+    func interruptedUploadResumes() async throws {
+        try await withSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
+            let mount = try await Self.mount(session)
+            let payload = randomBytes(80_000)
+            let local = session.directory.path("up.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            let running = try Running(["--device", session.device, "fs", "upload", local, "\(mount)/resume.bin"])
+            try await Task.sleep(for: .milliseconds(1500))
+            let (status, _, stderr) = try await running.signal(SIGINT)
+            #expect(status == 130, "\(stderr)")
+            #expect(stderr.contains("cancelled") || stderr.contains("interrupted"), "\(stderr)")
+            let again = expectSuccess(try await session.smp(["--json", "fs", "upload", local, "\(mount)/resume.bin"], timeout: 120))
+            let result = try Self.json(again.stdout)
+            let resumed = result["resumed_from"] as? Int ?? 0
+            #expect(resumed > 0 && resumed < payload.count, "\(again)")
+            #expect(result["verified"] as? String == "sha256", "\(again)")
+            let back = session.directory.path("back.bin")
+            expectSuccess(try await session.smp(["fs", "download", "\(mount)/resume.bin", back], timeout: 120))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+        }
+    }
+
+    @Test("an fs download stopped by SIGTERM exits 130 and leaves no file, temporary or final")
+    func interruptedDownloadLeavesNothing() async throws {
+        try await withSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
+            let mount = try await Self.mount(session)
+            let local = session.directory.path("up.bin")
+            try randomBytes(80_000).write(to: URL(fileURLWithPath: local))
+            expectSuccess(try await session.smp(["fs", "upload", local, "\(mount)/down.bin"], timeout: 120))
+            let folder = session.directory.url.appendingPathComponent("out")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let running = try Running(["--device", session.device, "fs", "download", "\(mount)/down.bin", folder.path + "/down.bin"])
+            // Wait until the temporary file exists, then stop the download.
+            let deadline = Date().addingTimeInterval(20)
+            while try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let started = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(started.contains { $0.hasPrefix(".down.bin.") && $0.hasSuffix(".download") }, "\(started)")
+            let (status, _, stderr) = try await running.signal(SIGTERM)
+            #expect(status == 130, "\(stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        }
+    }
+
+    @Test("fs download --max-size refuses a larger file with a clear error (exit 64)")
+    func downloadSizeLimit() async throws {
+        try await withSimulator(.udp) { session in
+            let mount = try await Self.mount(session)
+            let local = session.directory.path("up.bin")
+            try randomBytes(5000).write(to: URL(fileURLWithPath: local))
+            expectSuccess(try await session.smp("fs", "upload", local, "\(mount)/limit.bin"))
+            let refused = try await session.smp("fs", "download", "--max-size", "4096", "\(mount)/limit.bin", session.directory.path("x.bin"))
+            expectStatus(refused, SMPExit.usage)
+            #expect(refused.stderr.contains("announces 5000 bytes"), "\(refused)")
+            #expect(!FileManager.default.fileExists(atPath: session.directory.path("x.bin")))
+        }
+    }
+}
+
+/// The real Zephyr 4.4.0 build with LittleFS at /lfs1 (native_sim_serial_fs.exe), started per test in
+/// its own directory.
+@Suite(.serialized, .enabled(if: RealFileSystemDevice.executable != nil, "needs ../shared/firmware (or $SMP_FIRMWARE_DIR) with native_sim_serial_fs.exe"))
+struct RealFileSystemTransferTests {
+    @Test("against Zephyr: an upload killed mid-way resumes from the device's bytes; download matches; empty files")
+    func killedUploadResumesOnZephyr() async throws {
+        let device = try RealFileSystemDevice()
+        defer { device.stop() }
+        let uri = "serial:\(device.pty)?line=511"
+        let payload = randomBytes(4000)
+        let local = device.directory.appendingPathComponent("k.bin").path
+        try payload.write(to: URL(fileURLWithPath: local))
+        // Small chunks, one at a time: about 2.5 s, stopped after 1 s.
+        let running = try TransferEndToEndTests.Running(
+            ["--device", uri, "fs", "upload", local, "/lfs1/k.bin", "--chunk-size", "32", "--pipeline", "1"])
+        try await Task.sleep(for: .milliseconds(1000))
+        let (status, _, stderr) = try await running.signal(SIGTERM)
+        #expect(status == 130, "\(stderr)")
+        let again = expectSuccess(try await runSMP(["--device", uri, "--json", "fs", "upload", local, "/lfs1/k.bin"]))
+        let result = try TransferEndToEndTests.json(again.stdout)
+        let resumed = result["resumed_from"] as? Int ?? 0
+        #expect(resumed > 0 && resumed < payload.count, "\(again)")
+        #expect(result["verified"] as? String == "sha256", "\(again)")
+        let back = device.directory.appendingPathComponent("back.bin").path
+        expectSuccess(try await runSMP(["--device", uri, "fs", "download", "/lfs1/k.bin", back]))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+
+        let empty = device.directory.appendingPathComponent("empty.bin").path
+        try Data().write(to: URL(fileURLWithPath: empty))
+        let up = expectSuccess(try await runSMP(["--device", uri, "--json", "fs", "upload", empty, "/lfs1/e.bin"]))
+        #expect(try TransferEndToEndTests.json(up.stdout)["verified"] as? String == "empty", "\(up)")
+        let emptyBack = device.directory.appendingPathComponent("e.bin").path
+        let down = expectSuccess(try await runSMP(["--device", uri, "--json", "fs", "download", "/lfs1/e.bin", emptyBack]))
+        #expect(try TransferEndToEndTests.json(down.stdout)["verified"] as? String == "empty", "\(down)")
+        // Zephyr keeps an existing file on an upload of 0 bytes: said, not hidden.
+        let over = try await runSMP(["--device", uri, "fs", "upload", empty, "/lfs1/k.bin"])
+        expectStatus(over, SMPExit.protocolError)
+        #expect(over.stderr.contains("does not truncate"), "\(over)")
+    }
+}
+
+/// native_sim_serial_fs.exe in a fresh directory; its pty from its first line.
+final class RealFileSystemDevice: @unchecked Sendable {
+    static let executable: URL? = {
+        let environment = ProcessInfo.processInfo.environment["SMP_FIRMWARE_DIR"]
+        let directory = environment.map { URL(fileURLWithPath: $0) }
+            ?? TestEnvironment.repositoryRoot.deletingLastPathComponent().appendingPathComponent("shared/firmware")
+        let file = directory.appendingPathComponent("zephyr_4.4.0_smp_server_0eae053d_native_sim_serial_fs.exe")
+        return FileManager.default.isExecutableFile(atPath: file.path) ? file : nil
+    }()
+
+    let process = Process()
+    let directory: URL
+    private(set) var pty = ""
+
+    init() throws {
+        guard let executable = Self.executable else { throw E2EError("native_sim_serial_fs.exe is missing") }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("zephyr-fs-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let log = directory.appendingPathComponent("device.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.executableURL = executable
+        process.currentDirectoryURL = directory
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = process.standardOutput
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"/dev/pts/[0-9]+"#, options: .regularExpression) {
+                pty = String(text[range])
+                break
+            }
+            usleep(50_000)
+        }
+        guard !pty.isEmpty else {
+            stop()
+            throw E2EError("native_sim_serial_fs.exe did not print its pty (see \(log.path))")
+        }
+        usleep(300_000)
+    }
+
+    func stop() {
+        // SIGKILL: a child of the test runner inherits its blocked signal mask, SIGTERM included, and
+        // native_sim keeps running with it blocked. Its flash dies with the directory anyway.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
