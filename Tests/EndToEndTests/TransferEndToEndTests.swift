@@ -174,22 +174,23 @@ struct RealFileSystemTransferTests {
     }
 }
 
-/// native_sim_serial_fs.exe in a fresh directory; its pty from its first line.
+/// A native_sim build of ../shared/firmware in a fresh directory; a serial one's pty from its first line.
 final class RealFileSystemDevice: @unchecked Sendable {
-    static let executable: URL? = {
+    static func firmware(_ name: String) -> URL? {
         let environment = ProcessInfo.processInfo.environment["SMP_FIRMWARE_DIR"]
         let directory = environment.map { URL(fileURLWithPath: $0) }
             ?? TestEnvironment.repositoryRoot.deletingLastPathComponent().appendingPathComponent("shared/firmware")
-        let file = directory.appendingPathComponent("zephyr_4.4.0_smp_server_0eae053d_native_sim_serial_fs.exe")
+        let file = directory.appendingPathComponent("zephyr_4.4.0_smp_server_0eae053d_native_sim_\(name).exe")
         return FileManager.default.isExecutableFile(atPath: file.path) ? file : nil
-    }()
+    }
+    static let executable = firmware("serial_fs")
 
     let process = Process()
     let directory: URL
     private(set) var pty = ""
 
-    init() throws {
-        guard let executable = Self.executable else { throw E2EError("native_sim_serial_fs.exe is missing") }
+    init(_ name: String = "serial_fs") throws {
+        guard let executable = Self.firmware(name) else { throw E2EError("native_sim_\(name).exe is missing") }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("zephyr-fs-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let log = directory.appendingPathComponent("device.log")
@@ -201,7 +202,7 @@ final class RealFileSystemDevice: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        while name.hasPrefix("serial"), Date() < deadline {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             if let range = text.range(of: #"/dev/pts/[0-9]+"#, options: .regularExpression) {
                 pty = String(text[range])
@@ -209,7 +210,7 @@ final class RealFileSystemDevice: @unchecked Sendable {
             }
             usleep(50_000)
         }
-        guard !pty.isEmpty else {
+        guard !pty.isEmpty || !name.hasPrefix("serial") else {
             stop()
             throw E2EError("native_sim_serial_fs.exe did not print its pty (see \(log.path))")
         }
@@ -225,4 +226,63 @@ final class RealFileSystemDevice: @unchecked Sendable {
         }
         try? FileManager.default.removeItem(at: directory)
     }
+}
+
+/// Zephyr's answer to a repeated fs write, on the real UDP build (native_sim_udp, port 1337) through a
+/// relay that loses one answer, so `smp` sends the same chunk again: FS error 11 with `len` = the
+/// device's length (the file then stays open without its length until closed), or, for the chunk at
+/// offset 0, the chunk appended a second time.
+@Suite(.serialized, .enabled(if: RealFileSystemDevice.firmware("udp") != nil, "needs ../shared/firmware (or $SMP_FIRMWARE_DIR) with native_sim_udp.exe"))
+struct RealRepeatedWriteTests {
+    /// Port 1337 is fixed in the build and shared by everyone on the machine: wait for it.
+    static func waitForPort() async throws -> Bool {
+        for _ in 0..<120 {
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(1337).bigEndian
+            let free = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            } == 0
+            close(fd)
+            if free { return true }
+            try await Task.sleep(for: .seconds(1))
+        }
+        return false
+    }
+
+    func run(droppingAnswerTo request: Int) async throws {
+        guard try await Self.waitForPort() else {
+            Issue.record("UDP port 1337 stayed busy for 120 s (another native_sim_udp runs): not tested")
+            return
+        }
+        let device = try RealFileSystemDevice("udp")
+        defer { device.stop() }
+        var ready = false
+        for _ in 0..<50 where !ready {
+            ready = try await runSMP(["--device", "udp:127.0.0.1:1337", "--timeout", "0.5", "os", "echo", "hi"]).status == 0
+        }
+        try #require(ready, "native_sim_udp did not answer an echo")
+        let proxy = try LossyUDPProxy(devicePort: 1337, dropAnswersTo: [request])
+        defer { proxy.stop() }
+        let payload = randomBytes(2000)
+        let local = device.directory.appendingPathComponent("up.bin").path
+        try payload.write(to: URL(fileURLWithPath: local))
+        let uri = "udp:127.0.0.1:\(proxy.port)"
+        let upload = expectSuccess(try await runSMP(
+            ["--device", uri, "--timeout", "2", "--json", "fs", "upload", local, "/lfs1/r.bin", "--chunk-size", "300", "--pipeline", "1"]))
+        #expect(proxy.dropped == 1)
+        #expect(try TransferEndToEndTests.json(upload.stdout)["verified"] as? String == "sha256", "\(upload)")
+        let stat = expectSuccess(try await runSMP(["--device", uri, "fs", "stat", "/lfs1/r.bin"]))
+        #expect(stat.stdout.contains("2000 bytes"), "\(stat)")
+        let back = device.directory.appendingPathComponent("back.bin").path
+        expectSuccess(try await runSMP(["--device", uri, "fs", "download", "/lfs1/r.bin", back]))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+    }
+
+    @Test("a lost answer to a middle chunk: FS error 11 with the device's length, the whole file committed")
+    func lostMiddleAnswer() async throws { try await run(droppingAnswerTo: 3) }
+
+    @Test("a lost answer to the first chunk: the repeated chunk is appended; the upload starts again")
+    func lostFirstAnswer() async throws { try await run(droppingAnswerTo: 1) }
 }
