@@ -157,6 +157,10 @@ public struct FileSystemManager: Sendable {
                 transferDuration: transferred, resumedFrom: resumedFrom)
         } catch is CancellationError {
             throw McuMgrError(.cancelled, "file upload was cancelled")
+        } catch var error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 10) {
+            error.message += ": the device's file system is probably full, or the file is larger than it takes "
+                + "(the LittleFS of Zephyr's smp_svr sample has four 4 KiB blocks); free space on the device or upload a smaller file"
+            throw error
         }
     }
 
