@@ -141,7 +141,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public var bootloaderMode: BootloaderModeKind { mode }
 
     /// Whether the device answered from MCUboot's serial recovery: no application runs, so it reports no
-    /// bootloader info (rc 8) and an empty image list. The images then go to their primary slot (slot 0
+    /// bootloader info (rc 8) and no active slot (an empty image list when it holds no image). The images then go to their primary slot (slot 0
     /// of image 0), without test or confirm (MCUboot has neither: ENOTSUP), and a reset boots them.
     public var isSerialRecovery: Bool { serialRecovery }
 
@@ -515,8 +515,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func validate(_ slots: [DeviceImageSlot]) {
-        if slots.isEmpty, !serialRecovery, !flow.suit, configuration.bootloaderMode == nil, bootloaderName == nil,
-            mode == .unknown
+        if !slots.contains(where: \.active), !serialRecovery, !flow.suit, configuration.bootloaderMode == nil,
+            bootloaderName == nil, mode == .unknown
         {
             enterSerialRecovery()
         }
@@ -527,6 +527,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         for number in numbers {
             let candidates = images.filter { $0.image == number }
             let listed = slots.filter { $0.image == number }
+            if serialRecovery {
+                // MCUboot writes the primary slot; an image already there needs only the reset that boots it.
+                let image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
+                let present = listed.contains { $0.slot == 0 && $0.hash == image.hash }
+                if present { skipped.append(number) }
+                plan.append(Target(image: image, needsUpload: !present, write: nil, needsReset: true))
+                continue
+            }
             let active = Self.runningSlot(in: listed)
             // Already running?
             if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
@@ -623,13 +631,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
     }
 
-    /// An application always lists the slot it runs from; an empty list with no bootloader info is
-    /// MCUboot's serial recovery (or a loader like it): upload to the primary slot, no state writes, reset.
+    /// An application always flags the slot it runs from `active`; MCUboot's serial recovery lists its
+    /// slots without that flag (an empty list when it holds no image, as the mps2 build without its
+    /// application) and has no bootloader info: upload to the primary slot, no state writes, reset.
     private mutating func enterSerialRecovery() {
         serialRecovery = true
         flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
         notes.append("the device answers from MCUboot's serial recovery (no application runs: no bootloader info, "
-            + "an empty image list): the image goes to slot 0 (the primary slot) with no test or confirm, which "
+            + "no active slot): the image goes to slot 0 (the primary slot) with no test or confirm, which "
             + "MCUboot does not have; the reset boots it")
         if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
             notes.append("serial recovery cannot test-boot an image: the new image is permanent once it boots")

@@ -66,6 +66,26 @@ import Testing
         #expect(FW.summary(again) == nil)
     }
 
+    @Test func recoveryWithAnImageInSlotZeroListsItWithoutActive() {
+        // MCUboot's list has bootable/confirmed/pending/permanent/slot/hash/version, never `active`.
+        var m = Self.recoveryMachine()
+        let listed = [DeviceImageSlot(image: 0, slot: 0, hash: FW.old, confirmed: true)]
+        #expect(d(m.imageListReceived(listed)) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
+        #expect(m.isSerialRecovery)
+        #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
+    }
+
+    @Test func theSameImageAlreadyInSlotZeroIsOnlyBooted() {
+        var m = Self.recoveryMachine()
+        let listed = [DeviceImageSlot(image: 0, slot: 0, hash: FW.new, confirmed: true)]
+        #expect(d(m.imageListReceived(listed)) == [.reset(.normal)])
+        _ = FW.rebootAndReconnect(&m)
+        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)]))
+        #expect(summary?.skippedImages == [0])
+        #expect(summary?.uploadedImages == [])
+        #expect(summary?.didReset == true)
+    }
+
     @Test func aRunningApplicationIsNotRecovery() {
         var m = Self.recoveryMachine()
         #expect(d(m.imageListReceived(FW.runningOld())) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
