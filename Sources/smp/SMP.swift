@@ -49,6 +49,10 @@ enum SMPMain {
                 } else {
                     try command.run()
                 }
+                if Interruption.happened {
+                    // The command stopped on the signal without an error (e.g. a watch loop).
+                    exit(ExitStatus.cancelled)
+                }
             } catch {
                 if Interruption.happened, !(error is ExitCode) {
                     FileHandle.standardError.write(Data("error: interrupted\n".utf8))

@@ -118,6 +118,42 @@ import Glibc
         }
     }
 
+    @Test("dfu stopped by SIGINT mid-upload exits 130; the next run resumes from the device's offset")
+    func interruptedDFUResumes() async throws {
+        try await withDFUSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
+            let image = try DFUPackages.image(version: (3, 0, 0), size: 96 * 1024, seed: 77)
+            let package = try DFUPackages.write(image.data, "app.bin", in: session.directory)
+            let running = try Running(["--device", session.device, "dfu", package, "--mode", "upload-only"])
+            try await Task.sleep(for: .milliseconds(2500))
+            let (status, _, stderr) = try await running.signal(SIGINT)
+            #expect(status == 130, "\(stderr)")
+            let again = try await session.smp(["--json", "dfu", package, "--mode", "upload-only"], timeout: 180)
+            expectSuccess(again)
+            let result = try #require(dfuResult(again))
+            let images = result["images"] as? [[String: Any]] ?? []
+            let resumed = images.first?["resumed_from"] as? Int ?? 0
+            #expect(resumed > 0 && resumed < image.data.count, "\(again)")
+        }
+    }
+
+    @Test("a command waiting on a silent device stops on SIGTERM with exit 130")
+    func silentDeviceCommandStops() async throws {
+        // A UDP socket that never answers: the echo would wait for its timeout.
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let running = try Running(["--device", "udp:127.0.0.1:\(port)", "--timeout", "60", "os", "echo", "hi"])
+        try await Task.sleep(for: .milliseconds(500))
+        let (status, _, stderr) = try await running.signal(SIGTERM)
+        #expect(status == 130, "\(stderr)")
+    }
+
     @Test("fs download --max-size refuses a larger file with a clear error (exit 64)")
     func downloadSizeLimit() async throws {
         try await withSimulator(.udp) { session in
