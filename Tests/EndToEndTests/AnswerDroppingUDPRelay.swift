@@ -7,7 +7,7 @@ import Glibc
 /// A UDP relay between `smp` and a device on 127.0.0.1 that loses chosen answers: the device gets every
 /// request, but the answer to the n-th fs upload request (group 8, command 0, write) is dropped, as when
 /// a datagram is lost on its way back.
-final class LossyUDPProxy: @unchecked Sendable {
+final class AnswerDroppingUDPRelay: @unchecked Sendable {
     let port: Int
     private let socketFD: CInt
     private let deviceFD: CInt
