@@ -70,7 +70,10 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     public var name: String { "serial:\(configuration.path)" }
     public var mtu: Int { linkLimits.maximumPacketSize }
     public var sessionDefaults: SMPSessionConfiguration {
-        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true)
+        // A frame the device drops (a CRC error, a full line buffer) gets no answer: resend after the
+        // measured timeout, not sooner than 300 ms (devices erase flash sectors between chunks; a late
+        // copy is answered and ignored). A frame we drop is resent at once (`answerLost`).
+        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .milliseconds(300))
     }
 
     /// What the link carries now: the console line limits (configured, or learned by probing) bound the
@@ -88,6 +91,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
                 maximumPacketSize: configuration.mtu ?? Self.defaultRawMTU, framesInFlight: configuration.window ?? 1)
         }
     }
+
+    public var lineGap: Duration { configuration.lineGap }
 
     /// The console line limits in force; probing may raise them.
     public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }

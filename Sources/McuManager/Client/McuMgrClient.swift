@@ -56,6 +56,11 @@ public actor McuMgrClient {
     private var lastDrop: SMPFramingDrop?
     private let clock = ContinuousClock()
     private let epoch: ContinuousClock.Instant
+    private let resends = LockedState(0)
+
+    /// Requests resent so far because the link lost them or their answers (readable from any task:
+    /// transfers watch it to shrink their window).
+    public nonisolated var resendCount: Int { resends.withLock { $0 } }
 
     /// - Parameters:
     ///   - transport: the link to the device; opened on the first request.
@@ -144,7 +149,7 @@ public actor McuMgrClient {
     /// - Throws: `McuMgrError` when the link cannot be opened (`completion` is then not called).
     public func submit(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, retransmittable: Bool = true, name: String? = nil,
+        timeout: Duration? = nil, retransmittable: Bool = true, resendFloor: Duration? = nil, name: String? = nil,
         completion: @escaping @Sendable (Result<SMPPacket, McuMgrError>) -> Void
     ) async throws -> McuMgrRequestHandle {
         try await ensureOpen()
@@ -155,7 +160,8 @@ public actor McuMgrClient {
         execute(
             session.submit(
                 id, operation: operation, group: group, command: command, payload: payload,
-                timeout: timeout ?? configuration.timeout, retransmittable: retransmittable, now: now))
+                timeout: timeout ?? configuration.timeout, retransmittable: retransmittable,
+                resendFloor: resendFloor, now: now))
         return McuMgrRequestHandle(id: id)
     }
 
@@ -278,6 +284,7 @@ public actor McuMgrClient {
         case .dropped(let drop):
             lastDrop = drop
             logger.debug("dropped received data: \(drop)")
+            execute(session.answerLost(now: now))
         case .closed(let error):
             guard case .open = link else { return }
             link = .closed
@@ -303,6 +310,7 @@ public actor McuMgrClient {
         for notice in session.takeNotices() {
             switch notice {
             case .retransmitted(let sequence, let attempt, let after):
+                resends.withLock { $0 += 1 }
                 logger.debug(
                     "resend seq \(sequence) (#\(attempt)) after \(after.milliseconds) ms without an answer; \(session.roundTrips)")
             case .unmatchedResponse(let header):

@@ -32,7 +32,7 @@ public enum LinkProbe {
         let short = min(64, packetLimit)
         let burst = min(start.largestPacketPerBurst, packetLimit)
         guard let rttShort = await roundTrip(packetSize: short, client: client, timeout: client.configuration.timeout),
-            let rttBurst = await roundTrip(packetSize: burst, client: client, timeout: client.configuration.timeout)
+            let rttBurst = await roundTrip(packetSize: burst, client: client, timeout: max(rttShort * 8, .milliseconds(500)))
         else {
             logger.debug("link probe: no answer to the echo that every device takes; keeping \(start)")
             transport.learnConsoleLines(start, final: true)
@@ -80,6 +80,40 @@ public enum LinkProbe {
         transport.learnConsoleLines(lines, final: true)
         logger.debug("link probe: the device takes \(lines) (round trip \(rtt.milliseconds) ms, \(failures) probe\(failures == 1 ? "" : "s") unanswered)")
         return lines
+    }
+
+    /// SMP buffer sizes firmware commonly has (`CONFIG_MCUMGR_TRANSPORT_NETBUF_SIZE`, MCUboot's
+    /// `CONFIG_BOOT_SERIAL_MAX_RECEIVE_SIZE`), largest first.
+    static let commonBufferSizes = [2048, 1024, 512, 384, 256, 128]
+
+    /// Without `os params` the device's SMP buffer is unknown, and a request larger than it is dropped
+    /// without an answer. Tries echoes that fill the common buffer sizes, largest first, up to
+    /// `ceiling`, and returns the largest packet the device answers (at least 64 bytes).
+    /// - Parameter overhead: what the link spends of the device's buffer (4 on a serial console).
+    public static func largestAnsweredPacket(
+        client: McuMgrClient, ceiling: Int, overhead: Int, logger: Logger
+    ) async -> Int {
+        let floor = min(ceiling, 64)
+        guard let rtt = await roundTrip(packetSize: floor, client: client, timeout: client.configuration.timeout) else {
+            return floor
+        }
+        let console = client.transport as? any McuMgrConsoleLineTransport
+        let candidates = [ceiling] + commonBufferSizes.map { $0 - overhead }.filter { $0 < ceiling && $0 > floor }
+        for size in candidates where size <= ceiling {
+            // A console frame longer than one burst is paced: allow for the pauses.
+            var pacing = Duration.zero
+            if let console {
+                let lines = console.currentConsoleLines
+                pacing = console.lineGap * ((lines.lines(forPacket: size) + lines.count - 1) / lines.count)
+            }
+            let timeout = max(rtt * 4, .milliseconds(300)) + pacing
+            if await roundTrip(packetSize: size, client: client, timeout: timeout) != nil {
+                logger.debug("link probe: the device answers \(size)-byte packets (it reports no SMP parameters)")
+                return size
+            }
+            logger.debug("link probe: no answer to a \(size)-byte packet within \(timeout.milliseconds) ms")
+        }
+        return floor
     }
 
     /// Sends one echo frame under `candidate` limits; keeps them on the transport only when answered.

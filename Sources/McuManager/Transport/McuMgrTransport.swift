@@ -56,4 +56,6 @@ public protocol McuMgrConsoleLineTransport: McuMgrTransport {
     var needsConsoleProbe: Bool { get }
     /// Adopts limits learned from the device; `final` ends probing for this transport.
     func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool)
+    /// The pause between bursts of lines of one frame.
+    var lineGap: Duration { get }
 }

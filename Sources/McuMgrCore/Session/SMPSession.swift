@@ -98,6 +98,7 @@ public struct SMPSession: Sendable {
         var payload: [UInt8]
         var timeout: Duration
         var retransmittable: Bool
+        var resendFloor: Duration?
         var version: SMPVersion
         var sequence: UInt8 = 0
         var sentAt: SMPInstant = .zero
@@ -167,16 +168,17 @@ public struct SMPSession: Sendable {
     }
 
     /// Submits a request. It is sent at once when the window has room, else queued.
-    /// `timeout` counts from when it goes on the link. A request that must not reach the device twice
-    /// while it is still working on the first copy (the chunk that erases a slot) passes
-    /// `retransmittable: false`.
+    /// `timeout` counts from when it goes on the link. A request that must never reach the device twice
+    /// passes `retransmittable: false`; one the device may legitimately work on for long (the chunk that
+    /// erases a slot) passes a `resendFloor`: no resend sooner than that.
     public mutating func submit(
         _ id: SMPRequestID, operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand,
-        payload: [UInt8], timeout: Duration, retransmittable: Bool = true, now: SMPInstant
+        payload: [UInt8], timeout: Duration, retransmittable: Bool = true, resendFloor: Duration? = nil,
+        now: SMPInstant
     ) -> [Action] {
         let request = Request(
             id: id, operation: operation, group: group, command: command, payload: payload,
-            timeout: timeout, retransmittable: retransmittable, version: version)
+            timeout: timeout, retransmittable: retransmittable, resendFloor: resendFloor, version: version)
         queue.append(request)
         return drainQueue(now: now)
     }
@@ -254,6 +256,22 @@ public struct SMPSession: Sendable {
         return [.complete(request.id, packet)] + drainQueue(now: now)
     }
 
+    /// The link had to discard a frame (a CRC error, a cut line): most likely the answer to the oldest
+    /// request in flight. It is resent at once instead of after its timeout (a duplicate answer, should
+    /// the discarded frame have been something else, is ignored by sequence number).
+    public mutating func answerLost(now: SMPInstant) -> [Action] {
+        guard let (sequence, oldest) = inFlight.min(by: { $0.value.sentAt < $1.value.sentAt }),
+            oldest.retransmittable, oldest.retransmits < configuration.maximumRetransmits,
+            configuration.adaptiveRetransmit || configuration.retransmitInterval != nil
+        else { return [] }
+        var request = oldest
+        request.retransmits += 1
+        notices.append(.retransmitted(sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
+        request.retransmitAt = nextRetransmit(for: request, now: now)
+        inFlight[sequence] = request
+        return [.send(request.id, request.packet)]
+    }
+
     /// Time passed: times out and retransmits requests whose deadlines are due.
     public mutating func tick(now: SMPInstant) -> [Action] {
         var actions: [Action] = []
@@ -285,7 +303,7 @@ public struct SMPSession: Sendable {
 
     private func nextRetransmit(for request: Request, now: SMPInstant) -> SMPInstant? {
         guard request.retransmittable, request.retransmits < configuration.maximumRetransmits else { return nil }
-        let interval: Duration
+        var interval: Duration
         if let fixed = configuration.retransmitInterval {
             interval = fixed
         } else if configuration.adaptiveRetransmit {
@@ -293,6 +311,7 @@ public struct SMPSession: Sendable {
         } else {
             return nil
         }
+        if let floor = request.resendFloor, interval < floor { interval = floor }
         let at = now + interval
         return at < request.deadline ? at : nil
     }

@@ -12,8 +12,12 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     let device: LinkLimits.ConsoleLines
     private let state: ManagerTestBox<(lines: LinkLimits.ConsoleLines, probed: Bool, dropped: [Int], delivered: [Int])>
     let fixed: Bool
+    /// Firmware without `os params` answers it NOT_SUPPORTED (rc 8).
+    let parameters: Bool
+    private let handler = ManagerTestBox<(@Sendable (McuMgrTransportEvent) -> Void)?>(nil)
 
-    init(deviceLines: LinkLimits.ConsoleLines, bufferSize: Int, fixed: LinkLimits.ConsoleLines? = nil) {
+    init(deviceLines: LinkLimits.ConsoleLines, bufferSize: Int, fixed: LinkLimits.ConsoleLines? = nil, parameters: Bool = true) {
+        self.parameters = parameters
         var configuration = SimulatorConfiguration()
         configuration.bufferSize = bufferSize
         configuration.mountPoint = "/lfs1"
@@ -32,6 +36,7 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     func maximumPacketSize(deviceBufferSize: Int) -> Int { min(mtu, deviceBufferSize - 4) }
 
     var currentConsoleLines: LinkLimits.ConsoleLines { state.current.lines }
+    var lineGap: Duration { .milliseconds(20) }
     var needsConsoleProbe: Bool { !fixed && !state.current.probed }
     func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool) {
         state.withValue {
@@ -44,17 +49,30 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     /// Sizes of the packets the device got.
     var delivered: [Int] { state.current.delivered }
 
-    func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws { try await inner.open(handler) }
+    func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
+        self.handler.withValue { $0 = handler }
+        try await inner.open(handler)
+    }
     func close() async { await inner.close() }
 
     func send(_ packet: [UInt8]) throws {
         let lines = currentConsoleLines
         let frame = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
         // Each burst (paced by the transport) must fit the device's line buffers.
-        let fits = frame.allSatisfy { $0.count <= device.length } && lines.count <= device.count
+        let fits = frame.allSatisfy { $0.count <= device.length } && min(lines.count, frame.count) <= device.count
             && packet.count + 4 <= inner.device.configuration.bufferSize
         state.withValue { fits ? $0.delivered.append(packet.count) : $0.dropped.append(packet.count) }
-        if fits { try inner.send(packet) }
+        guard fits else { return }
+        if !parameters, let request = try? SMPPacket(decoding: packet), request.header.group == .os,
+            request.header.command.rawValue == 6
+        {
+            var header = request.header
+            header.operation = header.operation.response
+            let answer = SMPPacket(header: header, payload: CBOR.map([CBORMapEntry(key: "rc", value: .int(8))]).encoded)
+            handler.current?(.packet(answer.bytes))
+            return
+        }
+        try inner.send(packet)
     }
 }
 
@@ -108,6 +126,16 @@ struct LinkProbeTests {
         _ = try await Self.upload(4096, over: fixed)
         #expect(fixed.dropped.isEmpty)
         #expect(fixed.currentConsoleLines == .init(length: 255, count: 2))
+    }
+
+    @Test func withoutParametersTheLargestAnsweredPacketIsFoundFirst() async throws {
+        // A device with a 128-byte SMP buffer that does not tell it: 182-byte frames would be lost.
+        let transport = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 128, parameters: false)
+        let result = try await Self.upload(4096, over: transport)
+        #expect(result.bytes == 4096)
+        #expect(transport.delivered.max().map { $0 + 4 <= 128 } == true, "\(transport.delivered)")
+        // 2044, 1020, 508, 380 and 252 bytes are tried and lost before 124 is answered.
+        #expect(transport.dropped.count == 5, "\(transport.dropped)")
     }
 
     @Test func echoPayloadsHaveTheAskedPacketSize() throws {

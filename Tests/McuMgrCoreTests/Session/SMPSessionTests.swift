@@ -273,6 +273,22 @@ import Testing
         #expect(end == [.fail(SMPRequestID(1), .timeout(after: .seconds(10), retransmits: 0))])
     }
 
+    @Test func aDiscardedFrameResendsTheOldestRequestAtOnce() throws {
+        var s = SMPSession(configuration: .init(window: 2, adaptiveRetransmit: true))
+        let first = try #require(T.sent(submit(&s, 1, at: 0)).first)
+        _ = submit(&s, 2, at: 5)
+        let resent = s.answerLost(now: T.t(10))
+        #expect(T.sent(resent).map(\.1) == [first.1], "the oldest request goes again")
+        #expect(s.takeNotices().contains { if case .retransmitted(_, 1, _) = $0 { return true } else { return false } })
+        // Not for a request that must not be resent, nor without retransmission.
+        var never = SMPSession(configuration: .init(adaptiveRetransmit: true))
+        _ = submit(&never, 1, at: 0, retransmittable: false)
+        #expect(never.answerLost(now: T.t(10)).isEmpty)
+        var plain = SMPSession(configuration: .init())
+        _ = submit(&plain, 1, at: 0)
+        #expect(plain.answerLost(now: T.t(10)).isEmpty)
+    }
+
     @Test func withoutAdaptiveRetransmitNothingIsResent() {
         var s = SMPSession(configuration: .init())
         _ = submit(&s, 1, at: 0)
