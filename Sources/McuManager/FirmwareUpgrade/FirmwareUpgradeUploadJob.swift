@@ -15,8 +15,6 @@ extension FirmwareUpgradeManager {
         let options: Options
         let inputs: AsyncStream<Input>.Continuation
         private let current: LockedState<McuMgrPackage.Image?>
-        /// The data length of the current file's chunk at offset 0, once built.
-        private let firstChunk: LockedState<Int?>
 
         init(
             files: [McuMgrPackage.Image], configuration: UploadConfiguration, options: Options,
@@ -28,12 +26,7 @@ extension FirmwareUpgradeManager {
             self.inputs = inputs
             let current = LockedState<McuMgrPackage.Image?>(nil)
             self.current = current
-            let firstChunk = LockedState<Int?>(nil)
-            self.firstChunk = firstChunk
             self.control = UploadControl { offset, size in
-                // MCUboot takes only the 4-byte-aligned part of a first chunk: an `off` below what was
-                // sent is not a resume.
-                guard Self.isResume(offset: offset, firstChunk: firstChunk.withLock { $0 }) else { return }
                 let file = current.withLock { $0 }
                 let name = file.map { "image \($0.image) (\($0.fileName))" } ?? "the upload"
                 inputs.yield(.event(.log(FirmwareUpgradeLogEntry(
@@ -135,9 +128,7 @@ extension FirmwareUpgradeManager {
             let throttle = LockedState(ContinuousClock.Instant?.none)
             let interval = options.progressInterval
             current.withLock { $0 = file }
-            firstChunk.withLock { $0 = nil }
-            let recording = FirstChunkRecordingTarget(base: target, firstChunk: firstChunk)
-            var result = try await ChunkedUploader(client: client, target: recording, configuration: configuration, control: control)
+            let result = try await ChunkedUploader(client: client, target: target, configuration: configuration, control: control)
                 .upload(DataUploadSource(file.data)) { progress in
                     let now = ContinuousClock.now
                     let due = throttle.withLock { last -> Bool in
@@ -151,7 +142,6 @@ extension FirmwareUpgradeManager {
                         imageSize: progress.totalBytes, totalBytesSent: before + progress.bytesTransferred, totalSize: total,
                         bytesPerSecond: progress.bytesPerSecond, timestamp: Date()))))
                 }
-            if !Self.isResume(offset: result.resumedFrom, firstChunk: firstChunk.withLock { $0 }) { result.resumedFrom = 0 }
             let rate = result.duration.seconds > 0 ? Double(file.size - result.resumedFrom) / result.duration.seconds : 0
             log(.info, "image \(file.image) uploaded: \(file.size - result.resumedFrom) bytes in \(FirmwareUpgradeManager.seconds(result.duration))"
                 + String(format: " (%.1f KiB/s, %d-byte chunks, %d in flight)", rate / 1024, result.chunkSize, result.pipelineDepth))
@@ -164,28 +154,5 @@ extension FirmwareUpgradeManager {
         private func log(_ level: Logger.Level, _ message: String) {
             inputs.yield(.event(.log(FirmwareUpgradeLogEntry(level: level, message: message))))
         }
-
-        /// A device resumes an upload by answering the first chunk with an offset past it (Zephyr, same
-        /// `sha`); an offset within it means the device took part of the chunk (MCUboot keeps the 4-byte-
-        /// aligned part), and the upload goes on from there as a fresh one.
-        static func isResume(offset: Int, firstChunk: Int?) -> Bool {
-            guard offset > 0 else { return false }
-            guard let firstChunk else { return true }
-            return offset > firstChunk
-        }
     }
-}
-
-/// Passes requests and answers through to `base`, noting the data length of the chunk at offset 0.
-struct FirstChunkRecordingTarget<Base: ChunkedUploadTarget>: ChunkedUploadTarget {
-    let base: Base
-    let firstChunk: LockedState<Int?>
-
-    func request(offset: Int, data: Data, totalSize: Int) -> Base.Request {
-        // The uploader sizes chunks with empty data; only a real first chunk counts.
-        if offset == 0, !data.isEmpty { firstChunk.withLock { $0 = data.count } }
-        return base.request(offset: offset, data: data, totalSize: totalSize)
-    }
-
-    func deviceOffset(from packet: SMPPacket) throws -> Int { try base.deviceOffset(from: packet) }
 }
