@@ -13,6 +13,7 @@ import Glibc
         let process = Process()
         private let stdout = Pipe()
         private let stderr = Pipe()
+        private let collected = LockedBox(Data())
 
         init(_ arguments: [String]) throws {
             try TestEnvironment.requireBinaries()
@@ -24,7 +25,25 @@ import Glibc
             process.standardOutput = stdout
             process.standardError = stderr
             process.standardInput = FileHandle.nullDevice
+            let collected = self.collected
+            stderr.fileHandleForReading.readabilityHandler = { handle in
+                let data = handle.availableData
+                collected.withValue { $0.append(data) }
+            }
             try process.run()
+        }
+
+        /// Waits (at most 60 s) until stderr (with `-v`: one line per request and answer) holds `count`
+        /// lines containing `text`, e.g. answers to upload chunks.
+        func waitFor(_ count: Int, of text: String) async throws {
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline, process.isRunning {
+                let seen = collected.withValue { String(decoding: $0, as: UTF8.self) }
+                    .split(separator: "\n").filter { $0.contains(text) }.count
+                if seen >= count { return }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            throw E2EError("smp did not log \(count) lines with \"\(text)\" (exited: \(!process.isRunning))")
         }
 
         /// Sends `signal` and waits (at most 20 s) for the exit; returns status, stdout, stderr.
@@ -37,7 +56,9 @@ import Glibc
                 throw E2EError("smp did not exit within 20 s of signal \(number)")
             }
             let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            stderr.fileHandleForReading.readabilityHandler = nil
+            let rest = stderr.fileHandleForReading.readDataToEndOfFile()
+            let err = collected.withValue { String(decoding: $0 + rest, as: UTF8.self) }
             return (process.terminationStatus, out, err)
         }
     }
@@ -79,8 +100,8 @@ import Glibc
             let payload = randomBytes(80_000)
             let local = session.directory.path("up.bin")
             try payload.write(to: URL(fileURLWithPath: local))
-            let running = try Running(["--device", session.device, "fs", "upload", local, "\(mount)/resume.bin"])
-            try await Task.sleep(for: .milliseconds(1500))
+            let running = try Running(["-v", "--device", session.device, "fs", "upload", local, "\(mount)/resume.bin"])
+            try await running.waitFor(3, of: "<- write-response fs(8) cmd 0")
             let (status, _, stderr) = try await running.signal(SIGINT)
             #expect(status == 130, "\(stderr)")
             #expect(stderr.contains("cancelled") || stderr.contains("interrupted"), "\(stderr)")
@@ -123,8 +144,8 @@ import Glibc
         try await withDFUSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
             let image = try DFUPackages.image(version: (3, 0, 0), size: 96 * 1024, seed: 77)
             let package = try DFUPackages.write(image.data, "app.bin", in: session.directory)
-            let running = try Running(["--device", session.device, "dfu", package, "--mode", "upload-only"])
-            try await Task.sleep(for: .milliseconds(2500))
+            let running = try Running(["-v", "--device", session.device, "dfu", package, "--mode", "upload-only"])
+            try await running.waitFor(3, of: "<- write-response image(1) cmd 1")
             let (status, _, stderr) = try await running.signal(SIGINT)
             #expect(status == 130, "\(stderr)")
             let again = try await session.smp(["--json", "dfu", package, "--mode", "upload-only"], timeout: 180)
@@ -181,10 +202,10 @@ struct RealFileSystemTransferTests {
         let payload = randomBytes(4000)
         let local = device.directory.appendingPathComponent("k.bin").path
         try payload.write(to: URL(fileURLWithPath: local))
-        // Small chunks, one at a time: about 2.5 s, stopped after 1 s.
+        // Small chunks, one at a time (125 of them), stopped after 10 were answered.
         let running = try TransferEndToEndTests.Running(
-            ["--device", uri, "fs", "upload", local, "/lfs1/k.bin", "--chunk-size", "32", "--pipeline", "1"])
-        try await Task.sleep(for: .milliseconds(1000))
+            ["-v", "--device", uri, "fs", "upload", local, "/lfs1/k.bin", "--chunk-size", "32", "--pipeline", "1"])
+        try await running.waitFor(10, of: "<- write-response fs(8) cmd 0")
         let (status, _, stderr) = try await running.signal(SIGTERM)
         #expect(status == 130, "\(stderr)")
         let again = expectSuccess(try await runSMP(["--device", uri, "--json", "fs", "upload", local, "/lfs1/k.bin"]))
