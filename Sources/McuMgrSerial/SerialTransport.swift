@@ -38,12 +38,15 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         /// Requests in flight at once; nil lets the device's buffers decide (1 on a console with
         /// Zephyr's default line buffers, which drop a second frame that arrives before the first is answered).
         public var window: Int?
+        /// Where line limits learned by probing are kept for the next connection; nil probes every time.
+        public var consoleLineMemory: ConsoleLineMemory?
 
         public init(
             path: String, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
             lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
-            window: Int? = nil
+            window: Int? = nil, consoleLineMemory: ConsoleLineMemory? = nil
         ) {
+            self.consoleLineMemory = consoleLineMemory
             self.path = path
             self.baudRate = baudRate
             self.flowControl = flowControl
@@ -93,6 +96,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     }
 
     public var lineGap: Duration { configuration.lineGap }
+    public var consoleLineMemory: ConsoleLineMemory? { configuration.consoleLineMemory }
 
     /// The console line limits in force; probing may raise them.
     public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }

@@ -24,7 +24,7 @@ enum DeviceResolver {
         switch uri.scheme {
         case .serial:
             try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow"])
-            var configuration = SerialTransport.Configuration(path: uri.target)
+            var configuration = SerialTransport.Configuration(path: uri.target, consoleLineMemory: .standard)
             if let baud = try uri.intOption("baud", in: 50...12_000_000) { configuration.baudRate = baud }
             if let framing = uri.option("framing") {
                 guard let f = SerialTransport.Framing(rawValue: framing.lowercased()) else {

@@ -63,14 +63,6 @@ import Glibc
         }
     }
 
-    /// The simulator's file-system mount: /lfs1 (as Zephyr's sample) where it has it, else /lfs.
-    static func mount(_ session: SimSession) async throws -> String {
-        let probe = session.directory.path("probe.txt")
-        try Data("probe".utf8).write(to: URL(fileURLWithPath: probe))
-        let result = try await session.smp("fs", "upload", probe, "/lfs1/probe.txt")
-        return result.status == 0 ? "/lfs1" : "/lfs"
-    }
-
     static func json(_ text: String) throws -> [String: Any] {
         let line = text.split(separator: "\n").last.map(String.init) ?? ""
         guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
@@ -82,13 +74,12 @@ import Glibc
     @Test("UDP answers longer than 2048 bytes arrive whole: fs download from a device with buf_size 8192")
     func largeUDPAnswers() async throws {
         try await withSimulator(.udp, extraArguments: ["--buf-size", "8192"]) { session in
-            let mount = try await Self.mount(session)
             let payload = randomBytes(100_000)
             let local = session.directory.path("up.bin")
             try payload.write(to: URL(fileURLWithPath: local))
-            expectSuccess(try await session.smp("fs", "upload", local, "\(mount)/big.bin"))
+            expectSuccess(try await session.smp("fs", "upload", local, "/lfs1/big.bin"))
             let back = session.directory.path("down.bin")
-            expectSuccess(try await session.smp("-v", "fs", "download", "\(mount)/big.bin", back))
+            expectSuccess(try await session.smp("-v", "fs", "download", "/lfs1/big.bin", back))
             #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
         }
     }
@@ -96,22 +87,21 @@ import Glibc
     @Test("an fs upload stopped by SIGINT exits 130 and resumes from the device's offset when run again")
     func interruptedUploadResumes() async throws {
         try await withSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
-            let mount = try await Self.mount(session)
             let payload = randomBytes(80_000)
             let local = session.directory.path("up.bin")
             try payload.write(to: URL(fileURLWithPath: local))
-            let running = try Running(["-v", "--device", session.device, "fs", "upload", local, "\(mount)/resume.bin"])
+            let running = try Running(["-v", "--device", session.device, "fs", "upload", local, "/lfs1/resume.bin"])
             try await running.waitFor(3, of: "<- write-response fs(8) cmd 0")
             let (status, _, stderr) = try await running.signal(SIGINT)
             #expect(status == 130, "\(stderr)")
             #expect(stderr.contains("cancelled") || stderr.contains("interrupted"), "\(stderr)")
-            let again = expectSuccess(try await session.smp(["--json", "fs", "upload", local, "\(mount)/resume.bin"], timeout: 120))
+            let again = expectSuccess(try await session.smp(["--json", "fs", "upload", local, "/lfs1/resume.bin"], timeout: 120))
             let result = try Self.json(again.stdout)
             let resumed = result["resumed_from"] as? Int ?? 0
             #expect(resumed > 0 && resumed < payload.count, "\(again)")
             #expect(result["verified"] as? String == "sha256", "\(again)")
             let back = session.directory.path("back.bin")
-            expectSuccess(try await session.smp(["fs", "download", "\(mount)/resume.bin", back], timeout: 120))
+            expectSuccess(try await session.smp(["fs", "download", "/lfs1/resume.bin", back], timeout: 120))
             #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
         }
     }
@@ -119,13 +109,12 @@ import Glibc
     @Test("an fs download stopped by SIGTERM exits 130 and leaves no file, temporary or final")
     func interruptedDownloadLeavesNothing() async throws {
         try await withSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
-            let mount = try await Self.mount(session)
             let local = session.directory.path("up.bin")
             try randomBytes(80_000).write(to: URL(fileURLWithPath: local))
-            expectSuccess(try await session.smp(["fs", "upload", local, "\(mount)/down.bin"], timeout: 120))
+            expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/down.bin"], timeout: 120))
             let folder = session.directory.url.appendingPathComponent("out")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let running = try Running(["--device", session.device, "fs", "download", "\(mount)/down.bin", folder.path + "/down.bin"])
+            let running = try Running(["--device", session.device, "fs", "download", "/lfs1/down.bin", folder.path + "/down.bin"])
             // Wait until the temporary file exists, then stop the download.
             let deadline = Date().addingTimeInterval(20)
             while try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, Date() < deadline {
@@ -178,11 +167,10 @@ import Glibc
     @Test("fs download --max-size refuses a larger file with a clear error (exit 64)")
     func downloadSizeLimit() async throws {
         try await withSimulator(.udp) { session in
-            let mount = try await Self.mount(session)
             let local = session.directory.path("up.bin")
             try randomBytes(5000).write(to: URL(fileURLWithPath: local))
-            expectSuccess(try await session.smp("fs", "upload", local, "\(mount)/limit.bin"))
-            let refused = try await session.smp("fs", "download", "--max-size", "4096", "\(mount)/limit.bin", session.directory.path("x.bin"))
+            expectSuccess(try await session.smp("fs", "upload", local, "/lfs1/limit.bin"))
+            let refused = try await session.smp("fs", "download", "--max-size", "4096", "/lfs1/limit.bin", session.directory.path("x.bin"))
             expectStatus(refused, SMPExit.usage)
             #expect(refused.stderr.contains("announces 5000 bytes"), "\(refused)")
             #expect(!FileManager.default.fileExists(atPath: session.directory.path("x.bin")))

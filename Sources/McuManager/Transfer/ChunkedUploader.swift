@@ -94,7 +94,10 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 depth: depth, alignment: configuration.byteAlignment,
                 chunkLengths: try chunkLengths(total: total, messageLimit: messageLimit),
                 maximumConsecutiveLosses: configuration.maximumTimeoutRetries,
-                maximumBusyRetries: configuration.maximumBusyRetries, busyRetryDelay: configuration.busyRetryDelay))
+                maximumBusyRetries: configuration.maximumBusyRetries, busyRetryDelay: configuration.busyRetryDelay,
+                progressTimeout: configuration.chunkTimeout))
+        /// The machine's clock: time since the upload started.
+        func now() -> SMPInstant { SMPInstant(nanoseconds: (clock.now - started).nanosecondsClamped) }
         var resendsSeen = client.resendCount
         var baseline = 0
         var baselineTime = started
@@ -144,7 +147,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     finished = true
                 case .fail(let failure):
                     switch failure {
-                    case .lostInARow:
+                    case .lostInARow, .noAnswer:
                         throw McuMgrError(.timeout, (lastError.map { $0.message + " " } ?? "") + "\(name): \(failure).")
                     case .lossy:
                         throw McuMgrError(.timeout, "\(client.transport.name): \(failure).")
@@ -164,7 +167,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     await control.waitWhilePaused()
                     try Task.checkCancellation()
                 }
-                if try await execute(machine.fill(paused: control?.isPaused == true)) { break }
+                if try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { break }
                 if machine.inFlightCount == 0 { continue }  // paused with nothing in flight
                 guard let (chunk, result) = await pendingAnswers.next() else { throw CancellationError() }
                 handles[chunk] = nil
@@ -175,14 +178,14 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                         let deviceOffset = try target.deviceOffset(from: packet)
                         // A resend since the previous answer means the link lost something.
                         let resends = client.resendCount
-                        actions = machine.answered(chunk, deviceOffset: deviceOffset, linkResent: resends > resendsSeen)
+                        actions = machine.answered(chunk, deviceOffset: deviceOffset, linkResent: resends > resendsSeen, now: now())
                         resendsSeen = resends
                     } catch let error as McuMgrError where error.returnCode == .busy {
                         actions = machine.busy(chunk)
                     }
                 case .failure(let error) where error.kind == .timeout:
                     lastError = error
-                    actions = machine.lost(chunk)
+                    actions = machine.lost(chunk, now: now())
                 case .failure(let error):
                     throw error
                 }

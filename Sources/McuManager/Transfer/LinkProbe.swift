@@ -23,6 +23,14 @@ public enum LinkProbe {
     ) async -> LinkLimits.ConsoleLines {
         let start = transport.currentConsoleLines
         guard transport.needsConsoleProbe else { return start }
+        // A device that took only the starting limits before is not probed again (nothing to gain).
+        let memory = transport.consoleLineMemory
+        let remembered = memory?.recall(transport.name)
+        if remembered == start {
+            transport.learnConsoleLines(start, final: true)
+            logger.debug("link probe: the device took \(start) before; not probing again")
+            return start
+        }
         // Frames stay within the device's SMP buffer (less 4 bytes of length and CRC), so a frame the
         // device drops is dropped for its lines, not for its size.
         let packetLimit = max(SMPHeader.size + 16, (deviceBufferSize ?? 384) - 4)
@@ -45,6 +53,15 @@ public enum LinkProbe {
         func predicted(_ candidate: LinkLimits.ConsoleLines, _ packetSize: Int) -> Duration {
             let wire = ConsoleSerialCodec(maximumLineLength: candidate.length).encodedSize(ofPacket: packetSize)
             return rtt + perByte * max(0, wire - wireShort)
+        }
+        // What an earlier connection learned, checked with one frame of a whole remembered burst.
+        if let remembered, remembered != start {
+            let packet = min(packetLimit, remembered.largestPacketPerBurst)
+            if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: predicted(remembered, packet), logger: logger) {
+                transport.learnConsoleLines(remembered, final: true)
+                logger.debug("link probe: the device still takes \(remembered), as remembered")
+                return remembered
+            }
         }
         var lines = start
         var failures = 0
@@ -78,6 +95,7 @@ public enum LinkProbe {
             failures += 1
         }
         transport.learnConsoleLines(lines, final: true)
+        memory?.remember(lines, for: transport.name)
         logger.debug("link probe: the device takes \(lines) (round trip \(rtt.milliseconds) ms, \(failures) probe\(failures == 1 ? "" : "s") unanswered)")
         return lines
     }

@@ -58,4 +58,6 @@ public protocol McuMgrConsoleLineTransport: McuMgrTransport {
     func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool)
     /// The pause between bursts of lines of one frame.
     var lineGap: Duration { get }
+    /// Where limits learned on earlier connections are kept; nil to probe every time.
+    var consoleLineMemory: ConsoleLineMemory? { get }
 }

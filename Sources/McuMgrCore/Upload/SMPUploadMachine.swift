@@ -43,11 +43,15 @@ public struct SMPUploadMachine: Sendable {
         public var maximumBusyRetries: Int
         /// Pause before sending a chunk the device answered busy.
         public var busyRetryDelay: Duration
+        /// The longest time without progress: a chunk lost when the device has confirmed nothing for this
+        /// long ends the upload (`--timeout`). Nil leaves it to `maximumConsecutiveLosses`.
+        public var progressTimeout: Duration?
 
         public init(
             depth: Int, alignment: Int = 1, chunkLengths: ChunkLengths, maximumConsecutiveLosses: Int = 3,
-            maximumBusyRetries: Int = 50, busyRetryDelay: Duration = .milliseconds(100)
+            maximumBusyRetries: Int = 50, busyRetryDelay: Duration = .milliseconds(100), progressTimeout: Duration? = nil
         ) {
+            self.progressTimeout = progressTimeout
             self.depth = max(1, depth)
             self.alignment = max(1, alignment)
             self.chunkLengths = chunkLengths
@@ -81,6 +85,8 @@ public struct SMPUploadMachine: Sendable {
         case offsetOutside(Int, total: Int)
         /// Chunks were lost (after the session's resends) this many times in a row.
         case lostInARow(Int, confirmed: Int, total: Int)
+        /// Nothing moved the upload on for this long.
+        case noAnswer(for: Duration, confirmed: Int, total: Int)
         /// The link loses too large a share of the chunks.
         case lossy(lost: Int, sent: Int, confirmed: Int, total: Int)
         /// The device keeps answering without moving its offset.
@@ -96,6 +102,8 @@ public struct SMPUploadMachine: Sendable {
                 return "the device reported offset \(offset), outside the \(total)-byte upload; reset the device and retry"
             case .lostInARow(let count, let confirmed, let total):
                 return "\(count) chunks in a row got no answer; the upload reached offset \(confirmed) of \(total) bytes; run the same command again to resume from there"
+            case .noAnswer(let duration, let confirmed, let total):
+                return "no progress for \(duration.milliseconds / 1000) s; the upload reached offset \(confirmed) of \(total) bytes; run the same command again to resume from there"
             case .lossy(let lost, let sent, let confirmed, let total):
                 return "the link lost \(lost) of \(sent) chunks; the upload reached offset \(confirmed) of \(total) bytes. Check the link (cable, baud rate, interference) and run the same command again to resume"
             case .noProgress(let confirmed):
@@ -120,6 +128,7 @@ public struct SMPUploadMachine: Sendable {
     private var consecutiveLosses = 0
     public private(set) var losses = 0
     private var answersWithoutProgress = 0
+    private var lastProgress: SMPInstant?
     private var failed = false
 
     public init(total: Int, limits: Limits, startOffset: Int = 0) {
@@ -139,8 +148,9 @@ public struct SMPUploadMachine: Sendable {
 
     /// The chunks to send now: as many as the window allows, none while `paused`; the chunk at offset 0
     /// goes alone and is waited for (it may erase a slot, or find an upload to resume).
-    public mutating func fill(paused: Bool = false) -> [Action] {
+    public mutating func fill(paused: Bool = false, now: SMPInstant = .zero) -> [Action] {
         guard !failed else { return [] }
+        if lastProgress == nil || paused { lastProgress = max(lastProgress ?? now, now) }
         if planner.isComplete { return [.finished] }
         var actions: [Action] = []
         planner.window = window.value
@@ -160,7 +170,7 @@ public struct SMPUploadMachine: Sendable {
 
     /// The device answered `chunk` with its next expected offset. `linkResent`: the session resent a
     /// request since the previous answer (the link lost something), so the window halves.
-    public mutating func answered(_ chunk: Chunk, deviceOffset: Int, linkResent: Bool = false) -> [Action] {
+    public mutating func answered(_ chunk: Chunk, deviceOffset: Int, linkResent: Bool = false, now: SMPInstant = .zero) -> [Action] {
         guard !failed else { return [] }
         busyCounts[chunk] = nil
         var actions: [Action] = []
@@ -177,6 +187,7 @@ public struct SMPUploadMachine: Sendable {
             failed = true
             return actions + [.fail(.offsetOutside(bad, total: total))]
         }
+        if planner.confirmedOffset > before { lastProgress = now }
         // The window grows only on answers that moved the upload on.
         if linkResent ? window.lost() : planner.confirmedOffset > before && window.acknowledged() {
             actions.append(.window(window))
@@ -198,7 +209,7 @@ public struct SMPUploadMachine: Sendable {
 
     /// `chunk` got no answer within its timeout, after the session's resends: continue from the last
     /// confirmed offset once the others drain, with half the window.
-    public mutating func lost(_ chunk: Chunk) -> [Action] {
+    public mutating func lost(_ chunk: Chunk, now: SMPInstant = .zero) -> [Action] {
         guard !failed else { return [] }
         if chunk.offset == 0 { firstChunkPending = false }
         busyCounts[chunk] = nil
@@ -206,6 +217,10 @@ public struct SMPUploadMachine: Sendable {
         losses += 1
         var actions: [Action] = []
         if window.lost() { actions.append(.window(window)) }
+        if let timeout = limits.progressTimeout, let since = lastProgress, now - since >= timeout {
+            failed = true
+            return actions + [.fail(.noAnswer(for: now - since, confirmed: planner.confirmedOffset, total: total))]
+        }
         if consecutiveLosses > limits.maximumConsecutiveLosses {
             failed = true
             return actions + [.fail(.lostInARow(consecutiveLosses, confirmed: planner.confirmedOffset, total: total))]

@@ -16,8 +16,12 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     let parameters: Bool
     private let handler = ManagerTestBox<(@Sendable (McuMgrTransportEvent) -> Void)?>(nil)
 
-    init(deviceLines: LinkLimits.ConsoleLines, bufferSize: Int, fixed: LinkLimits.ConsoleLines? = nil, parameters: Bool = true) {
+    init(
+        deviceLines: LinkLimits.ConsoleLines, bufferSize: Int, fixed: LinkLimits.ConsoleLines? = nil, parameters: Bool = true,
+        memory: ConsoleLineMemory? = nil
+    ) {
         self.parameters = parameters
+        self.consoleLineMemory = memory
         var configuration = SimulatorConfiguration()
         configuration.bufferSize = bufferSize
         configuration.mountPoint = "/lfs1"
@@ -37,6 +41,7 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
 
     var currentConsoleLines: LinkLimits.ConsoleLines { state.current.lines }
     var lineGap: Duration { .milliseconds(20) }
+    let consoleLineMemory: ConsoleLineMemory?
     var needsConsoleProbe: Bool { !fixed && !state.current.probed }
     func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool) {
         state.withValue {
@@ -136,6 +141,29 @@ struct LinkProbeTests {
         #expect(transport.delivered.max().map { $0 + 4 <= 128 } == true, "\(transport.delivered)")
         // 2044, 1020, 508, 380 and 252 bytes are tried and lost before 124 is answered.
         #expect(transport.dropped.count == 5, "\(transport.dropped)")
+    }
+
+    @Test func whatWasLearnedIsRememberedForTheNextConnection() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("lines-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let memory = ConsoleLineMemory(file: file)
+        let first = LineBufferedConsoleTransport(deviceLines: .init(length: 511, count: 3), bufferSize: 1024, memory: memory)
+        _ = try await Self.upload(4096, over: first)
+        #expect(memory.recall(first.name) == .init(length: 511, count: 3))
+        // The next connection checks the remembered limits with one frame and loses nothing.
+        let second = LineBufferedConsoleTransport(deviceLines: .init(length: 511, count: 3), bufferSize: 1024, memory: memory)
+        _ = try await Self.upload(4096, over: second)
+        #expect(second.dropped.isEmpty, "\(second.dropped)")
+        #expect(second.currentConsoleLines == .init(length: 511, count: 3))
+        // Another board on the same port with smaller buffers: the check fails and the probe runs again.
+        let other = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384, memory: memory)
+        _ = try await Self.upload(4096, over: other)
+        #expect(other.currentConsoleLines == .zephyrDefault)
+        #expect(memory.recall(other.name) == .zephyrDefault)
+        // A device that takes only the defaults is not probed again.
+        let again = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384, memory: memory)
+        _ = try await Self.upload(4096, over: again)
+        #expect(again.dropped.isEmpty)
     }
 
     @Test func echoPayloadsHaveTheAskedPacketSize() throws {

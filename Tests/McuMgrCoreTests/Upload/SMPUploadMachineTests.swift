@@ -158,3 +158,35 @@ import Testing
         #expect(lengths.length(at: 70_000) == 86)
     }
 }
+
+@Suite struct SMPUploadMachineProgressTimeoutTests {
+    static func t(_ ms: UInt64) -> SMPInstant { SMPInstant(nanoseconds: ms * 1_000_000) }
+
+    @Test func aLostChunkAfterTheProgressTimeoutEndsTheUploadWithWhereItStands() {
+        var m = SMPUploadMachine(
+            total: 1000,
+            limits: .init(
+                depth: 1, chunkLengths: .init(first: 100, byOffsetHeadSize: [1: 100, 2: 100]),
+                maximumConsecutiveLosses: 10, progressTimeout: .seconds(10)))
+        _ = m.fill(now: Self.t(0))
+        _ = m.answered(.init(offset: 0, length: 100), deviceOffset: 100, now: Self.t(50))
+        _ = m.fill(now: Self.t(50))
+        // Lost 5 s after the last progress: tried again.
+        #expect(m.lost(.init(offset: 100, length: 100), now: Self.t(5_050)).allSatisfy { if case .fail = $0 { false } else { true } })
+        _ = m.fill(now: Self.t(5_050))
+        // Lost again 10 s after the last progress: the upload stops there.
+        #expect(m.lost(.init(offset: 100, length: 100), now: Self.t(10_050)).last
+            == .fail(.noAnswer(for: .seconds(10), confirmed: 100, total: 1000)))
+    }
+
+    @Test func timePausedDoesNotCount() {
+        var m = SMPUploadMachine(
+            total: 1000,
+            limits: .init(depth: 1, chunkLengths: .init(first: 100, byOffsetHeadSize: [1: 100, 2: 100]), progressTimeout: .seconds(10)))
+        _ = m.fill(now: Self.t(0))
+        _ = m.answered(.init(offset: 0, length: 100), deviceOffset: 100, now: Self.t(10))
+        #expect(m.fill(paused: true, now: Self.t(60_000)) == [])
+        _ = m.fill(now: Self.t(60_000))
+        #expect(m.lost(.init(offset: 100, length: 100), now: Self.t(65_000)).allSatisfy { if case .fail = $0 { false } else { true } })
+    }
+}
