@@ -43,7 +43,10 @@ import Glibc
                 if seen >= count { return }
                 try await Task.sleep(for: .milliseconds(10))
             }
-            throw E2EError("smp did not log \(count) lines with \"\(text)\" (exited: \(!process.isRunning))")
+            let log = collected.withValue { String(decoding: $0, as: UTF8.self) }
+            throw E2EError(
+                "smp did not log \(count) lines with \"\(text)\" (exited: \(!process.isRunning)); stderr:\n"
+                    + log.split(separator: "\n").suffix(30).joined(separator: "\n"))
         }
 
         /// Sends `signal` and waits (at most 20 s) for the exit; returns status, stdout, stderr.
@@ -315,7 +318,7 @@ struct RealRepeatedWriteTests {
         try payload.write(to: URL(fileURLWithPath: local))
         let uri = "udp:127.0.0.1:\(proxy.port)"
         let upload = expectSuccess(try await runSMP(
-            ["--device", uri, "--timeout", "2", "--json", "fs", "upload", local, "/lfs1/r.bin", "--chunk-size", "300", "--pipeline", "1"]))
+            ["--device", uri, "--json", "fs", "upload", local, "/lfs1/r.bin", "--chunk-size", "300", "--pipeline", "1"]))
         #expect(proxy.dropped == 1)
         #expect(try TransferEndToEndTests.json(upload.stdout)["verified"] as? String == "sha256", "\(upload)")
         let stat = expectSuccess(try await runSMP(["--device", uri, "fs", "stat", "/lfs1/r.bin"]))
