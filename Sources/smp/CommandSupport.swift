@@ -153,6 +153,10 @@ enum CommandRunner {
             await client?.close()
             report(error, json: options.json)
             throw ExitCode(ExitStatus.code(for: error.kind))
+        } catch is CancellationError {
+            await client?.close()
+            report(McuMgrError(.cancelled, "interrupted"), json: options.json)
+            throw ExitCode(ExitStatus.cancelled)
         } catch let error as CBORError {
             await client?.close()
             report(McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)"), json: options.json)

@@ -48,7 +48,7 @@ enum DeviceResolver {
         case .udp:
             try checkOptions(uri, allowed: ["mtu", "retransmit"])
             var configuration = UDPTransport.Configuration(host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort)
-            if let mtu = try uri.intOption("mtu", in: 32...65000) { configuration.mtu = mtu }
+            if let mtu = try uri.intOption("mtu", in: 32...UDPTransport.largestDatagram) { configuration.mtu = mtu }
             if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return UDPTransport(configuration: configuration)
         case .sim:

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `smp`: manage microcontrollers over SMP (mcumgr) from the command line.
 struct SMP: AsyncParsableCommand {
@@ -21,7 +22,9 @@ struct SMP: AsyncParsableCommand {
             usb:serial=SN, usb:VID:PID?serial=SN&interface=N (add &baud=N, &wait=SECONDS).
 
             Exit codes: 0 success, 1 the device answered with an error, 64 usage error, 66 local file \
-            error, 69 transport failure, 75 timeout, 76 protocol error, 130 interrupted.
+            error, 69 transport failure, 75 timeout, 76 protocol error, 130 interrupted (SIGINT/Ctrl-C or \
+            SIGTERM: the command stops cleanly, removes a partial download, and an interrupted upload \
+            resumes when run again).
             """,
         version: "0.1.0",
         subcommands: [
@@ -38,7 +41,26 @@ struct SMP: AsyncParsableCommand {
 enum SMPMain {
     static func main() async {
         let arguments = GlobalOptionPlacement.reorder(Array(CommandLine.arguments.dropFirst()))
-        await SMP.main(arguments)
+        await Interruption.run {
+            do {
+                var command = try SMP.parseAsRoot(arguments)
+                if var command = command as? AsyncParsableCommand {
+                    try await command.run()
+                } else {
+                    try command.run()
+                }
+                if Interruption.happened {
+                    // The command stopped on the signal without an error (e.g. a watch loop).
+                    exit(ExitStatus.cancelled)
+                }
+            } catch {
+                if Interruption.happened, !(error is ExitCode) {
+                    FileHandle.standardError.write(Data("error: interrupted\n".utf8))
+                    exit(ExitStatus.cancelled)
+                }
+                SMP.exit(withError: error)
+            }
+        }
     }
 }
 
