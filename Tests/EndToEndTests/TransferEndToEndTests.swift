@@ -193,9 +193,9 @@ struct RealFileSystemTransferTests {
         let payload = randomBytes(4000)
         let local = device.directory.appendingPathComponent("k.bin").path
         try payload.write(to: URL(fileURLWithPath: local))
-        // Small chunks, one at a time (125 of them), stopped after 10 were answered.
+        // Small chunks, one at a time (500 of them, ~10 s), stopped after 10 were answered.
         let running = try TransferEndToEndTests.Running(
-            ["-v", "--device", uri, "fs", "upload", local, "/lfs1/k.bin", "--chunk-size", "32", "--pipeline", "1"])
+            ["-v", "--device", uri, "fs", "upload", local, "/lfs1/k.bin", "--chunk-size", "8", "--pipeline", "1"])
         try await running.waitFor(10, of: "<- write-response fs(8) cmd 0")
         let (status, _, stderr) = try await running.signal(SIGTERM)
         #expect(status == 130, "\(stderr)")

@@ -119,7 +119,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
             handles[chunk] = try await client.submit(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
                 payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
-                resendFloor: first ? Self.firstChunkResendFloor : nil, name: name
+                resendFloor: first ? min(Self.firstChunkResendFloor, configuration.firstChunkTimeout / 4) : nil, name: name
             ) { result in sink.yield((chunk, result)) }
         }
 
