@@ -41,8 +41,8 @@ sim_start() {
     shift 2
     : >"$work/sim.out"
     # The benchmarks measure the tools, not a device's limits: smp-sim's former defaults (2048-byte
-    # buffers, no serial line-buffer limits, unlimited file system) instead of Zephyr's.
-    "$sim" --buf-size 2048 --rx-lines 0 --fs-blocks 0 "$@" >"$work/sim.out" 2>"$work/sim.err" &
+    # buffers, no serial line-buffer or UDP buffer limits, unlimited file system) instead of Zephyr's.
+    "$sim" --buf-size 2048 --rx-lines 0 --fs-blocks 0 --udp-queue unlimited "$@" >"$work/sim.out" 2>"$work/sim.err" &
     sim_pid=$!
     for _ in $(seq 200); do
         [[ $(grep -c -E "$pattern" "$work/sim.out") -ge "$expect" ]] && return 0

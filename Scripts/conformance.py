@@ -240,6 +240,14 @@ def cases():
     return c
 
 
+def bursts():
+    """Datagrams sent back to back: which are answered, and how (native_sim_udp takes every other one)."""
+    echo = [(W, 0, 0, {"d": "burst %d" % i}) for i in range(6)]
+    chunks = [(W, 8, 0, dict({"name": "/lfs1/burst", "off": 10 * i, "data": bytes([i]) * 10}, **({"len": 60} if i == 0 else {})))
+              for i in range(6)]
+    return [("6 echoes back to back", echo), ("6 fs upload chunks back to back", chunks)]
+
+
 def crc_header(op, ver, group, seq, cmd, payload, length=None):
     return struct.pack(">BBHHBB", (ver << 3) | op, 0, len(payload) if length is None else length, group, seq, cmd) + payload
 
@@ -429,6 +437,35 @@ def main():
             return 2
 
         failures, allowed, total = [], [], 0
+        for index, (label, requests) in enumerate(bursts()):
+            base = 200 + index * 10
+            got = {}
+            for name, sock, address in (("real", real_sock, real_address), ("sim", sim_sock, sim_address)):
+                for offset, (op, group, cmd, body) in enumerate(requests):
+                    sock.sendto(crc_header(op, 1, group, base + offset, cmd, cbor2.dumps(body)), address)
+                answers = []
+                deadline = time.time() + 0.4
+                while time.time() < deadline:
+                    sock.settimeout(max(0.001, deadline - time.time()))
+                    try:
+                        data, _ = sock.recvfrom(65536)
+                    except socket.timeout:
+                        break
+                    answers.append(parse(data))
+                got[name] = sorted(answers, key=lambda a: a["seq"])
+            total += 1
+            diffs = []
+            real_seqs = [a["seq"] - base for a in got["real"]]
+            sim_seqs = [a["seq"] - base for a in got["sim"]]
+            if real_seqs != sim_seqs:
+                diffs.append("answered %s vs %s" % (real_seqs, sim_seqs))
+            else:
+                diffs += compare_answers(got["real"], got["sim"], set())
+            if args.verbose:
+                print("%-40s real %s" % (label, [(a["seq"] - base, a["body"]) for a in got["real"]]))
+                print("%-40s sim  %s" % ("", [(a["seq"] - base, a["body"]) for a in got["sim"]]))
+            if diffs:
+                (allowed if label in ALLOWED else failures).append((label, diffs))
         for index, c in enumerate(cases()):
             seq = (index + 1) & 0xFF
             a = exchange(real_sock, real_address, c, seq)

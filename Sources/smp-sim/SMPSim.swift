@@ -29,7 +29,8 @@ struct SMPSim: AsyncParsableCommand {
             buffers of 384 bytes (os params), 2 serial receive lines of 128 bytes (a console line longer than
             128 bytes is dropped; lines beyond the free buffers are dropped until the device's 10 ms tick
             processes them, so a frame of 3 lines sent back to back, or a second frame sent right behind a
-            2-line frame, gets no answer), and a LittleFS of four 4 KiB blocks at /lfs1.
+            2-line frame, gets no answer), UDP requests that hold two buffers each until answered on that tick
+            (datagrams that find no free buffers are dropped), and a LittleFS of four 4 KiB blocks at /lfs1.
             """)
 
     @Option(help: ArgumentHelp("Serve over a new pty and make PATH a symlink to it.", valueName: "path"))
@@ -64,6 +65,9 @@ struct SMPSim: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Serial receive line buffers (CONFIG_UART_MCUMGR_RX_BUF_COUNT; default 2); 0 = no line buffers (every line taken at once, for speed tests).", valueName: "count"))
     var rxLines: Int?
+
+    @Option(help: ArgumentHelp("UDP receive: zephyr (default: a request holds two of the buf_count SMP buffers until it is answered on the device's 10 ms tick; datagrams that find none are dropped, so of requests sent back to back only every other one is answered on 2 buffers, as on native_sim_udp) or unlimited (every datagram answered at once).", valueName: "model"))
+    var udpQueue: String = "zephyr"
 
     @Option(help: ArgumentHelp("LittleFS blocks of the file system at /lfs1 (default 4; two hold the root directory); 0 = unlimited.", valueName: "count"))
     var fsBlocks: Int = 4
@@ -132,6 +136,7 @@ struct SMPSim: AsyncParsableCommand {
             throw ValidationError("--fs-blocks must be 0 (unlimited) or 3...1000000 (two blocks hold the root directory)")
         }
         guard (128...1_048_576).contains(fsBlockSize) else { throw ValidationError("--fs-block-size must be 128...1048576") }
+        guard ["zephyr", "unlimited"].contains(udpQueue) else { throw ValidationError("--udp-queue must be zephyr or unlimited") }
         if let like, ZephyrBuild(rawValue: like) == nil {
             throw ValidationError("--like must be one of " + ZephyrBuild.allCases.map(\.rawValue).joined(separator: ", "))
         }
@@ -193,11 +198,13 @@ struct SMPSim: AsyncParsableCommand {
         }
         for endpoint in udp {
             let (host, port) = try Self.hostPort(endpoint)
-            let frontEnd = UDPFrontEnd(device: device, host: host, port: port, latency: .milliseconds(latency))
+            let frontEnd = UDPFrontEnd(
+                device: device, host: host, port: port, latency: .milliseconds(latency),
+                emulatesBuffers: udpQueue == "zephyr")
             let address = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             let shown = address.protocol == .inet6 ? "[\(address.ipAddress ?? host)]" : (address.ipAddress ?? host)
-            print("udp \(shown):\(address.port ?? port)")
+            print("udp \(shown):\(address.port ?? port)" + (udpQueue == "zephyr" ? " buffers \(configuration.bufferCount)" : ""))
         }
         if let ble {
             let frontEnd = BLEFrontEnd(

@@ -141,7 +141,7 @@ struct BadInputTests {
             expectStatus(json, SMPExit.device)
             let error = jsonObject(json)?["error"] as? [String: Any]
             #expect(error?["kind"] as? String == "device", "\(json)")
-            // STAT_MGMT_ERR_INVALID_STAT_NAME (3), as the real native_sim_udp answers an unknown group.
+            // STAT_MGMT_ERR_INVALID_STAT_NAME (3), as Zephyr answers an unknown statistics group.
             #expect(jsonInt(error?["group"]) == 2 && jsonInt(error?["group_rc"]) == 3, "\(json)")
             let message = error?["message"] as? String ?? ""
             #expect(message.count > 0, "\(json)")

@@ -11,13 +11,18 @@ public final class UDPFrontEnd: Sendable {
     public let port: Int
     /// Delay added before every answer.
     public let latency: Duration
+    /// Emulate Zephyr's SMP buffers on the receive side (see `UDPReceiveQueue`: a request holds two buffers
+    /// until answered on the 10 ms tick; datagrams that find none are dropped); false answers every
+    /// datagram at once.
+    public let emulatesBuffers: Bool
     private let group: any EventLoopGroup
     private let channel = NIOLockedValueBox<(any Channel)?>(nil)
 
     public init(
         device: SimulatedDevice, host: String = "127.0.0.1", port: Int = 1337, latency: Duration = .zero,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        emulatesBuffers: Bool = false, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
+        self.emulatesBuffers = emulatesBuffers
         self.device = device
         self.host = host
         self.port = port
@@ -30,7 +35,9 @@ public final class UDPFrontEnd: Sendable {
 
     @discardableResult
     public func start() async throws -> SocketAddress {
-        let handler = UDPSimulatorHandler(device: device, latency: latency)
+        let handler = UDPSimulatorHandler(
+            device: device, latency: latency,
+            receiveQueue: emulatesBuffers ? UDPReceiveQueue(bufferCount: device.configuration.bufferCount) : nil)
         let channel = try await DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
@@ -56,20 +63,76 @@ public final class UDPFrontEnd: Sendable {
     }
 }
 
-final class UDPSimulatorHandler: ChannelInboundHandler, Sendable {
+final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
 
     private let device: SimulatedDevice
     private let latency: Duration
+    // Touched only on the channel's event loop.
+    private var queue: UDPReceiveQueue?
+    private var pending: [AddressedEnvelope<ByteBuffer>] = []
+    private var pumpScheduled: UInt64?
+    private let start = NIODeadline.now()
 
-    init(device: SimulatedDevice, latency: Duration) {
+    /// - Parameter receiveQueue: Zephyr's buffer limits (see `UDPReceiveQueue`); nil answers every
+    ///   datagram at once.
+    init(device: SimulatedDevice, latency: Duration, receiveQueue: UDPReceiveQueue? = nil) {
         self.device = device
         self.latency = latency
+        self.queue = receiveQueue
     }
+
+    private func elapsed() -> UInt64 {
+        let now = NIODeadline.now()
+        return now > start ? UInt64(now.uptimeNanoseconds - start.uptimeNanoseconds) : 0
+    }
+
+    private func deadline(_ time: UInt64) -> NIODeadline { start + .nanoseconds(Int64(clamping: time)) }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
+        guard queue != nil else {
+            answer(envelope, context: context)
+            return
+        }
+        pending.append(envelope)
+        pump(context: context)
+    }
+
+    /// Takes queued datagrams as the device's receive thread would.
+    private func pump(context: ChannelHandlerContext) {
+        while !pending.isEmpty {
+            let now = elapsed()
+            switch queue!.take(at: now) {
+            case .answer(let time):
+                let envelope = pending.removeFirst()
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(deadline: deadline(time)) {
+                    let (handler, context) = loopBound.value
+                    handler.answer(envelope, context: context)
+                }
+            case .drop:
+                pending.removeFirst()
+            case .wait(let time):
+                schedulePump(at: time, context: context)
+                return
+            }
+        }
+    }
+
+    private func schedulePump(at time: UInt64, context: ChannelHandlerContext) {
+        if let scheduled = pumpScheduled, scheduled <= time { return }
+        pumpScheduled = time
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(deadline: deadline(time)) {
+            let (handler, context) = loopBound.value
+            if handler.pumpScheduled == time { handler.pumpScheduled = nil }
+            handler.pump(context: context)
+        }
+    }
+
+    private func answer(_ envelope: AddressedEnvelope<ByteBuffer>, context: ChannelHandlerContext) {
         // Zephyr's UDP transport receives into a 1500-byte buffer and truncates beyond it; the SMP layer
         // then answers a header whose length runs past the data with rc 9, and handles several packets
         // in one datagram one after the other (measured on native_sim_udp 4.4.0: a datagram of 1501

@@ -22,7 +22,10 @@ final class BLEHarness: @unchecked Sendable {
         drop: (@Sendable ([UInt8]) -> Bool)? = nil
     ) {
         self.rig = rig
-        let device = SimulatedDevice()
+        // Transfers of up to 64 KiB: no 16 KiB LittleFS here (the simulator's default is the shared builds').
+        var configuration = SimulatorConfiguration()
+        configuration.fileSystemBlockCount = nil
+        let device = SimulatedDevice(configuration: configuration)
         self.device = device
         self.peripheral = SMPGattPeripheral(
             configuration: .init(adapter: BLERig.peripheralAdapter, localName: name, attMTU: attMTU, acquire: acquire, busAddress: rig.address)
