@@ -12,13 +12,15 @@ public protocol ChunkedUploadTarget: Sendable {
     func deviceOffset(from packet: SMPPacket) throws -> Int
 }
 
-/// The pipelined upload engine shared by image and file uploads.
+/// The pipelined upload engine shared by image, file and SUIT uploads: a thin runner of
+/// `SMPUploadMachine`, which decides what to send and what each answer means.
 ///
-/// Queries the device's buffers once (`buf_size`, `buf_count`), sizes chunks from the real encoded request
-/// against `min(link MTU, buf_size)`, keeps up to `buf_count - 1` chunks in flight, always continues from
-/// the device's reported offset (`SMPUploadPlanner`), resends busy chunks, and reports progress.
-/// The chunk at offset 0 is sent alone and waited for (it may erase a slot, or resume a session).
-/// Cancelling the calling task cancels the chunks in flight and throws a `.cancelled` error.
+/// Before the first chunk it settles the link's limits (`LinkLimits`): the device's buffers from
+/// `os params` (or, without them, the largest request the device answers), and on a serial console
+/// the line limits `LinkProbe` learns when the upload is long enough to gain from it. Chunks are sized
+/// from the real encoded request; up to `buf_count - 1` are in flight (never more than the link holds).
+/// The runner reads the data, submits the requests and feeds the answers back. Cancelling the calling
+/// task cancels the chunks in flight and throws a `.cancelled` error.
 public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     /// The client that sends the chunks.
     public let client: McuMgrClient
