@@ -18,7 +18,8 @@ public protocol ChunkedUploadTarget: Sendable {
 /// Before the first chunk it settles the link's limits (`LinkLimits`): the device's buffers from
 /// `os params` (or, without them, the largest request the device answers), and on a serial console
 /// the line limits `LinkProbe` learns when the upload is long enough to gain from it. Chunks are sized
-/// from the real encoded request; up to `buf_count - 1` are in flight (never more than the link holds).
+/// from the real encoded request; as many are in flight as the device's buffers take over this link
+/// (`framesInFlight(deviceBufferCount:)`: `buf_count - 1`, half of it over UDP), never more than the link holds.
 /// The runner reads the data, submits the requests and feeds the answers back. Cancelling the calling
 /// task cancels the chunks in flight and throws a `.cancelled` error.
 public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
@@ -262,7 +263,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         }
         if let bufferCount {
             limits.deviceBufferCount = bufferCount
-            limits.framesInFlight = min(limits.framesInFlight, max(1, bufferCount - 1))
+            limits.framesInFlight = min(limits.framesInFlight, transport.framesInFlight(deviceBufferCount: bufferCount))
         } else {
             limits.framesInFlight = 1
         }

@@ -37,10 +37,16 @@ public protocol McuMgrTransport: AnyObject, Sendable {
     /// What the link carries now, before the device's own buffers are known: the starting value built from
     /// the transport's configuration, or what probing taught it since.
     var linkLimits: LinkLimits { get }
+
+    /// Requests a device with `deviceBufferCount` SMP buffers (`buf_count`) takes in flight over this link.
+    func framesInFlight(deviceBufferCount: Int) -> Int
 }
 
 extension McuMgrTransport {
     public func maximumPacketSize(deviceBufferSize: Int) -> Int { min(mtu, deviceBufferSize) }
+
+    /// One buffer answers while the others hold requests.
+    public func framesInFlight(deviceBufferCount: Int) -> Int { max(1, deviceBufferCount - 1) }
 
     /// The packet limit is the MTU; the window ceiling is the session's (devices refine it with `buf_count`).
     public var linkLimits: LinkLimits {
