@@ -44,9 +44,11 @@ import Glibc
                 try await Task.sleep(for: .milliseconds(10))
             }
             let log = collected.withValue { String(decoding: $0, as: UTF8.self) }
+            let lines = log.split(separator: "\n")
+            let exit = process.isRunning ? "still running" : "exited with \(process.terminationStatus)"
             throw E2EError(
-                "smp did not log \(count) lines with \"\(text)\" (exited: \(!process.isRunning)); stderr:\n"
-                    + log.split(separator: "\n").suffix(30).joined(separator: "\n"))
+                "smp did not log \(count) lines with \"\(text)\" (\(exit), \(lines.filter { $0.contains(text) }.count) seen); stderr:\n"
+                    + (lines.prefix(15) + ["..."] + lines.suffix(15)).joined(separator: "\n"))
         }
 
         /// Sends `signal` and waits (at most 20 s) for the exit; returns status, stdout, stderr.
