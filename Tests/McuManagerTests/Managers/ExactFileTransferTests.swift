@@ -255,7 +255,7 @@ import Testing
         let rig = Self.rig { offset in
             offset == 0 ? .reply(.textMap(["off": 0, "data": .bytes([1, 2, 3]), "len": 10])) : .drop
         }
-        let (error, directory) = try await Self.download(rig, configuration: .init(stallTimeout: .milliseconds(700)))
+        let (error, directory) = try await Self.download(rig, configuration: .init(stallTimeout: .seconds(2)))  // ten 200 ms requests
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(error?.kind == .timeout)
         #expect(error?.message.contains("stalled") == true)
