@@ -166,6 +166,33 @@ struct LinkProbeTests {
         #expect(again.dropped.isEmpty)
     }
 
+    /// Zephyr's serial buffer configurations (receive lines from 2 x 128 B to 32 x 512 B, SMP buffers
+    /// from 96 to 2048 B, with and without `os params`): an upload with default options completes and
+    /// no frame the device gets exceeds what it holds.
+    static let configurations: [(lines: LinkLimits.ConsoleLines, buffer: Int, parameters: Bool)] = {
+        var all: [(LinkLimits.ConsoleLines, Int, Bool)] = []
+        for lines in [(128, 2), (128, 4), (256, 8), (512, 2), (512, 32)] {
+            for buffer in [96, 384, 1024, 2048] {
+                for parameters in [true, false] {
+                    all.append((LinkLimits.ConsoleLines(length: lines.0 - 1, count: lines.1), buffer, parameters))
+                }
+            }
+        }
+        return all
+    }()
+
+    @Test(arguments: 0..<40)
+    func everyZephyrBufferConfigurationTakesAnUploadWithDefaultOptions(index: Int) async throws {
+        let configuration = Self.configurations[index]
+        let transport = LineBufferedConsoleTransport(
+            deviceLines: configuration.lines, bufferSize: configuration.buffer, parameters: configuration.parameters)
+        let result = try await Self.upload(4096, over: transport)
+        #expect(result.bytes == 4096, "\(configuration)")
+        let learned = transport.currentConsoleLines
+        #expect(learned.length <= configuration.lines.length && learned.count <= configuration.lines.count, "\(configuration): \(learned)")
+        #expect(transport.delivered.allSatisfy { $0 + 4 <= configuration.buffer }, "\(configuration)")
+    }
+
     @Test func echoPayloadsHaveTheAskedPacketSize() throws {
         for size in [12, 24, 30, 40, 100, 182, 276, 377, 1020, 2044, 70_000] {
             let payload = LinkProbe.echoPayload(packetSize: size)
