@@ -77,6 +77,7 @@ alive() {
 spawn() {
     local dir="$1" log="$2" pidfile="$3"
     shift 3
+    : >"$log"
     (
         close_inherited_fds
         cd "$dir"
@@ -122,6 +123,11 @@ udp_port_holders() {
     ss -H -uapn "sport = :$udp_port" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | tr '\n' ' '
 }
 
+# Whether the rig being started is still wanted: its owner (if any) runs and nobody stopped it.
+still_wanted() {
+    [[ -f "$dir/build" ]] && { [[ -z "$owner" ]] || alive "$owner"; }
+}
+
 udp_port_busy() {
     [[ -n "$(ss -H -uan "sport = :$udp_port" 2>/dev/null)" ]]
 }
@@ -132,6 +138,7 @@ wait_for_udp_port() {
     local limit="${SMP_FIRMWARE_UDP_WAIT:-300}" waited=0 said=0
     command -v ss >/dev/null || die "ss (iproute2) is needed to see who holds UDP port $udp_port"
     while udp_port_busy; do
+        still_wanted || die "stopped while waiting for UDP port $udp_port (the owner exited or the rig was stopped)"
         if ((waited >= limit)); then
             die "UDP port $udp_port is still in use after ${limit} s (pids: $(udp_port_holders)); native_sim_udp binds that fixed port, so only one can run at a time. Stop the other one or raise SMP_FIRMWARE_UDP_WAIT."
         fi
@@ -149,6 +156,7 @@ wait_for_udp_port() {
 wait_ready() {
     local dir="$1" kind="$2" address="$3" deadline=$((SECONDS + ready_timeout))
     while ((SECONDS < deadline)); do
+        still_wanted || { note "stopped while waiting for the device to answer"; return 1; }
         alive "$(cat "$dir/device.pid")" || { tail -20 "$dir/device.log" >&2; return 1; }
         if [[ -f "$dir/socat.pid" ]] && ! alive "$(cat "$dir/socat.pid")"; then
             tail -5 "$dir/socat.log" >&2
@@ -202,7 +210,10 @@ start_rig() {
     dir="$(cd "$dir" && pwd)"
     echo "$build" >"$dir/build"
     mkdir -p "$dir/work"  # the device's working directory: flash.bin (LittleFS behind /lfs1) lives here
-    trap 'stop_rig "$dir"' ERR INT TERM
+    # Whatever ends this script before the device is ready (an error, die, a signal) stops the rig.
+    trap 'note "start failed (line $LINENO)"; exit 1' ERR
+    trap 'exit 1' INT TERM
+    trap 'stop_rig "$dir"' EXIT
 
     # The watcher first: if this script is killed while the device starts, the device still goes.
     if [[ -n "$owner" ]]; then
@@ -222,7 +233,7 @@ start_rig() {
             spawn "$dir/work" "$dir/device.log" "$dir/device.pid" "$firmware/$files"
             local pty=""
             for _ in $(seq 500); do
-                pty="$(sed -n 's/.*uart connected to pseudotty: \(\/dev\/pts\/[0-9]*\).*/\1/p' "$dir/device.log" | head -1)"
+                pty="$(sed -n 's/.*uart connected to pseudotty: \(\/dev\/pts\/[0-9]*\).*/\1/p' "$dir/device.log" 2>/dev/null | head -1 || true)"
                 [[ -n "$pty" ]] && break
                 alive "$(cat "$dir/device.pid")" || break
                 sleep 0.01
@@ -288,7 +299,7 @@ start_rig() {
         stop_rig "$dir"
         die "$build did not answer an SMP echo"
     fi
-    trap - ERR INT TERM
+    trap - ERR INT TERM EXIT
     printf 'dir %s\ndevice %s\naddress %s\npid %s\nlog %s\n' "$dir" "$device" "$address" "$(cat "$dir/device.pid")" "$dir/device.log"
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Asks a device for one SMP echo and exits 0 when it answers (the firmware rig's readiness check).
+"""Asks a device for one SMP echo and exits 0 when it answers, whatever its return code (MCUboot's serial
+recovery answers ENOTSUP): the firmware rig's readiness check.
 
 Standard library only, and independent of `smp`: the rig must tell "the firmware runs" apart from
 "our client works". One request of one short console line (serial) or one datagram (UDP), so it fits
