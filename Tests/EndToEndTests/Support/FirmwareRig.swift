@@ -64,7 +64,7 @@ final class FirmwareRig: @unchecked Sendable {
     }
 
     /// Starts `build` and waits until it answers an SMP echo. The UDP build waits for port 1337 while
-    /// another process holds it (up to `$SMP_FIRMWARE_UDP_WAIT`, 300 s by default).
+    /// another process holds it (up to `$SMP_FIRMWARE_UDP_WAIT`, here 180 s by default).
     static func start(_ build: Build) async throws -> FirmwareRig {
         try TestEnvironment.requireBinaries()
         let output = try await runScript(["start", build.rawValue, "--owner", String(getpid())], timeout: 420)
@@ -143,6 +143,8 @@ final class FirmwareRig: @unchecked Sendable {
         process.arguments = [script.path] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SMP_FIRMWARE_DIR"] = directory.path
+        // Another process's native_sim_udp on port 1337 is waited for, but not for the script's default 300 s.
+        if environment["SMP_FIRMWARE_UDP_WAIT"] == nil { environment["SMP_FIRMWARE_UDP_WAIT"] = "180" }
         process.environment = environment
         process.standardOutput = outHandle
         process.standardError = errHandle
