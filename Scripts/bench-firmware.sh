@@ -12,7 +12,8 @@
 # smp is timed as a whole process and, where its --json says so, over the transfer alone; smpclient
 # after its connection is up. Ratio = smp time / smpclient time (below 1: smp is faster).
 # Usage: Scripts/bench-firmware.sh [--no-build]   (env: BENCH_FW_RUNS=1 runs per row (best of),
-#        BENCH_FW_ECHOS=20, SMP_FIRMWARE_DIR, SMP_TEST_VENV)
+#        BENCH_FW_ECHOS=20, BENCH_FW_TIMEOUT=180, BENCH_SMP=path of an smp binary to use instead of
+#        building the release, SMP_FIRMWARE_DIR, SMP_TEST_VENV)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +31,16 @@ bash Scripts/setup.sh
 venv="${SMP_TEST_VENV:-$repo/.venv}"
 py="$venv/bin/python"
 source Scripts/bench-common.sh
-bench_build "${1:-}"
+if [[ -n "${BENCH_SMP:-}" ]]; then
+    smp="$BENCH_SMP"  # a given smp binary (e.g. a debug build), nothing built
+else
+    # Only smp: no simulator here. Built as bench_build builds it (static Swift runtime, release).
+    if [[ "${1:-}" != "--no-build" ]]; then
+        echo "building release (swift build -c release --static-swift-stdlib --product smp)..." >&2
+        swift build -c release --static-swift-stdlib --product smp >&2
+    fi
+    smp="$(swift build -c release --static-swift-stdlib --show-bin-path)/smp"
+fi
 bench_workdir smp-bench-firmware
 export SMP_FIRMWARE_RIG_ROOT="$work/rigs"
 trap 'bash "$rig" stop-all "$SMP_FIRMWARE_RIG_ROOT"; rm -rf "$work"' EXIT
@@ -127,31 +137,46 @@ for build in serial serial-fs udp; do
     if [[ "$build" == udp ]]; then link=(--udp "$rig_address"); else link=(--serial "$rig_address" --frames "$frames"); fi
 
     theirs_echo="" theirs_up="" theirs_down=""
-    if out="$(smpclient_run "${link[@]}" --echo "$echos" --fs-upload "$size" --fs-download --dest /lfs1/bench.bin)"; then
+    # smpclient first: it leaves $work/f4k.bin on the device, which smp's download then fetches, so
+    # that smp's download row does not depend on smp's upload.
+    if out="$(smpclient_run "${link[@]}" --echo "$echos" --fs-upload 1 --file "$work/f4k.bin" --fs-download --dest /lfs1/bench.bin)"; then
         theirs_echo="$(op_seconds echo <<<"$out")"
         theirs_up="$(op_seconds fs-upload <<<"$out")"
         theirs_down="$(op_seconds fs-download <<<"$out")"
     fi
 
-    echo_times=()
+    # Whole processes on both sides (start-up, connect, one echo): smp's only way to run; smpclient's
+    # round trip inside its session is shown beside it.
+    echo_times=() py_echo_times=()
     for _ in $(seq 10); do
         t="$(smp_timed os echo hi)" && echo_times+=("$t") || break
     done
     ours_echo="$( ((${#echo_times[@]} == 10)) && median "${echo_times[@]}" || true)"
+    for _ in $(seq 5); do
+        t0=$(now)
+        smpclient_run "${link[@]}" --echo 1 >/dev/null || break
+        py_echo_times+=("$(elapsed "$t0" "$(now)")")
+    done
+    theirs_echo_process="$( ((${#py_echo_times[@]} == 5)) && median "${py_echo_times[@]}" || true)"
 
     up_wall=() up_transfer=() down_wall=() down_transfer=()
     for _ in $(seq "$runs"); do
+        rm -f "$work/back.bin"
+        if t="$(smp_timed --json fs download /lfs1/bench.bin "$work/back.bin")"; then
+            if cmp -s "$work/f4k.bin" "$work/back.bin"; then
+                down_wall+=("$t"); down_transfer+=("$(smp_json transfer_seconds "$t")")
+            else
+                echo "smp fs download /lfs1/bench.bin: exit 0 but the bytes differ from the uploaded ones" >>"$work/failures"
+            fi
+        fi
         if t="$(smp_timed --json fs upload "$work/f4k.bin" /lfs1/bench.bin)"; then
             up_wall+=("$t"); up_transfer+=("$(smp_json transfer_seconds "$t")")
-            rm -f "$work/back.bin"
-            if t="$(smp_timed --json fs download /lfs1/bench.bin "$work/back.bin")" && cmp -s "$work/f4k.bin" "$work/back.bin"; then
-                down_wall+=("$t"); down_transfer+=("$(smp_json transfer_seconds "$t")")
-            fi
         fi
     done
     rig_stop
 
-    results+=("$(row "$build echo (smpclient $frames)" "$ours_echo" "whole process, median of 10" "$theirs_echo")")
+    results+=("$(row "$build echo, whole process (smpclient $frames)" "$ours_echo" "median of 10" "$theirs_echo_process")")
+    results+=("  (smpclient's echo round trip inside its session: $("$py" -c "import sys; print('%.1f ms, median of $echos' % (float(sys.argv[1]) * 1000) if sys.argv[1] else 'FAILED')" "$theirs_echo"))")
     up="$(min "${up_transfer[@]:-}")"
     results+=("$(row "$build fs upload 4 KiB (smpclient $frames)" "$up" "transfer (whole process $(min "${up_wall[@]:-}") s)" "$theirs_up" "$size")")
     down="$(min "${down_transfer[@]:-}")"

@@ -9,7 +9,7 @@ buf_size), `lines:L:N` (BufferParams: at most N lines of L bytes per frame: `lin
 default 2 x 128-byte line buffers), `buffer:B:L` (BufferSize: buf_size B, lines of L bytes).
 Operations, run in the order given, each timed after the connection is up:
   --echo N               N echo round trips ("hi"); reports the median
-  --fs-upload BYTES      a file of random bytes to --dest (default /lfs1/bench-smpclient.bin)
+  --fs-upload BYTES      a file of random bytes (or --file's) to --dest (default /lfs1/bench-smpclient.bin)
   --fs-download          that file back (after --fs-upload), compared byte for byte
   --image FILE           image upload to slot 0 (smpclient's `upload`, SHA-256 in the first chunk)
 Prints one JSON line per operation: {"op": ..., "seconds": S, ...}; exit 1 when an operation fails.
@@ -51,7 +51,8 @@ async def main() -> int:
     parser.add_argument("--frames", default="auto")
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--echo", type=int, default=0)
-    parser.add_argument("--fs-upload", type=int, default=0)
+    parser.add_argument("--fs-upload", type=int, default=0, metavar="BYTES")
+    parser.add_argument("--file", help="upload this file's bytes instead of random ones (--fs-upload 1)")
     parser.add_argument("--fs-download", action="store_true")
     parser.add_argument("--dest", default="/lfs1/bench-smpclient.bin")
     parser.add_argument("--image")
@@ -69,7 +70,7 @@ async def main() -> int:
         await client.connect()
 
     status = 0
-    data = os.urandom(args.fs_upload)
+    data = open(args.file, "rb").read() if args.file else os.urandom(args.fs_upload)
     try:
         if args.echo:
             times = []
