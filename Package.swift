@@ -78,7 +78,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
-            name: "McuManagerTests", dependencies: ["McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]),
+            name: "McuManagerTests",
+            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrSimulator", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

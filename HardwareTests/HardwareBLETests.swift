@@ -9,7 +9,7 @@ import Testing
 ///   SMP_HW_BLE=AA:BB:CC:DD:EE:FF (or name=NAME, and any ble: URI options: ?adapter=hci1&timeout=20)
 ///   SMP_HW_ALLOW_RESET=1   also reset the board and check that the link comes back
 /// and are skipped otherwise. They change nothing on the device except a scratch file under
-/// SMP_HW_FS_DIR (default /lfs) when the board has a file system.
+/// SMP_HW_FS_DIR (default /lfs1) when the board has a file system.
 enum HardwareBLEBoard {
     static let environment = ProcessInfo.processInfo.environment
 
@@ -69,7 +69,7 @@ struct HardwareBLETests {
     }
 
     @Test func fileRoundTripWhenTheBoardHasAFileSystem() async throws {
-        let directory = HardwareBLEBoard.environment["SMP_HW_FS_DIR"] ?? "/lfs"
+        let directory = HardwareBLEBoard.environment["SMP_HW_FS_DIR"] ?? "/lfs1"
         let client = McuMgrClient(transport: try HardwareBLEBoard.transport())
         let fs = FileSystemManager(client: client)
         let local = FileManager.default.temporaryDirectory.appendingPathComponent("smp-hw-ble-\(UUID().uuidString)")

@@ -10,7 +10,7 @@ import Testing
 ///   SMP_HW_SERIAL=1 (or auto, or a filter such as usb:1915:520f)  the board discovery finds
 ///   SMP_HW_UDP=192.0.2.7[:1337]                                  a board reachable over UDP
 /// and are skipped otherwise. They change nothing on the device except a scratch file under
-/// SMP_HW_FS_DIR (default /lfs) when the board has a file system.
+/// SMP_HW_FS_DIR (default /lfs1) when the board has a file system.
 enum HardwareBoard {
     static let environment = ProcessInfo.processInfo.environment
 
@@ -60,7 +60,7 @@ struct HardwareDeviceTests {
     }
 
     @Test func fileRoundTripWhenTheBoardHasAFileSystem() async throws {
-        let directory = HardwareBoard.environment["SMP_HW_FS_DIR"] ?? "/lfs"
+        let directory = HardwareBoard.environment["SMP_HW_FS_DIR"] ?? "/lfs1"
         for transport in try HardwareBoard.transports() {
             let client = McuMgrClient(transport: transport)
             let fs = FileSystemManager(client: client)

@@ -34,7 +34,7 @@ best_upload() {
     local device="$1" best="" t
     shift
     for _ in $(seq "$runs"); do
-        t=$("$smp" --device "$device" --json fs upload "$@" "$work/payload.bin" /lfs/bench-ble.bin |
+        t=$("$smp" --device "$device" --json fs upload "$@" "$work/payload.bin" /lfs1/bench-ble.bin |
             "$py" -c 'import json,sys; print(json.load(sys.stdin)["transfer_seconds"])')
         if [[ -z "$best" ]] || "$py" -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; fi
     done

@@ -44,7 +44,7 @@ time_smp_upload() {
     local device="$1" best="" best_wall="" t0 t1 t wall
     for _ in $(seq "$runs"); do
         t0=$(now)
-        t=$("$smp" --device "$device" --json fs upload "$work/payload.bin" /lfs/bench-smp.bin |
+        t=$("$smp" --device "$device" --json fs upload "$work/payload.bin" /lfs1/bench-smp.bin |
             "$py" -c 'import json,sys; print(json.load(sys.stdin)["transfer_seconds"])')
         t1=$(now)
         wall=$("$py" -c "print($t1 - $t0)")
@@ -97,7 +97,7 @@ mib = 1 << 20
 # A full-size fs upload request (not the first: no "len"), at an offset past 64 KiB, as the device's
 # buffer allows it: SMP packet P <= buf_size - 4 (the 2-byte length and 2-byte CRC share the buffer).
 packet_limit = buf_size - 4
-name = "/lfs/bench-smp.bin"
+name = "/lfs1/bench-smp.bin"
 def packet(n):
     return 8 + len(cbor2.dumps({"off": 524288, "data": b"\0" * n, "name": name}))
 data = packet_limit

@@ -2,7 +2,7 @@
 """Times a file upload with smpclient (the independent Python SMP client) for Scripts/bench.sh.
 
 Usage:
-  bench_smpclient.py --udp HOST:PORT  [--size BYTES] [--dest /lfs/bench.bin] [--mtu 1500]
+  bench_smpclient.py --udp HOST:PORT  [--size BYTES] [--dest /lfs1/bench.bin] [--mtu 1500]
   bench_smpclient.py --serial PATH    [--size BYTES] [--baud 1000000]
 
 Settings match the `smp` CLI's defaults: UDP datagrams of up to 1472 bytes (a 1500-byte link MTU less
@@ -29,7 +29,7 @@ async def main() -> int:
     link.add_argument("--udp", metavar="HOST:PORT")
     link.add_argument("--serial", metavar="PATH")
     parser.add_argument("--size", type=int, default=1 << 20)
-    parser.add_argument("--dest", default="/lfs/bench-smpclient.bin")
+    parser.add_argument("--dest", default="/lfs1/bench-smpclient.bin")
     parser.add_argument("--mtu", type=int, default=1500, help="UDP link MTU (smpclient subtracts 28)")
     parser.add_argument("--baud", type=int, default=1_000_000)
     parser.add_argument("--timeout", type=float, default=5.0)

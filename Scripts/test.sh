@@ -9,12 +9,15 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 export SMP_TEST_VENV="${SMP_TEST_VENV:-$repo/.venv}"
 export SMP_TEST_PYTHON="${SMP_TEST_PYTHON:-$SMP_TEST_VENV/bin/python}"
+# What smp learns about serial links is kept under $XDG_CACHE_HOME/smp: a directory of this run's own,
+# so that no earlier run (or the user's own devices) changes what the tests see.
+export XDG_CACHE_HOME="$(mktemp -d -t smp-test-cache.XXXXXX)"
 export SMP_TEST_REQUIRE_UMOCKDEV=1  # setup.sh installs umockdev: the udev discovery tests must run, not skip
 # Bluetooth LE tests: each suite starts its own private dbus-daemon + bluezoo through ble-rig.sh (a rig
 # stops itself when the test process exits); anything still running under the root stops on exit.
 export SMP_TEST_BLE_RIG="$repo/Scripts/ble-rig.sh"
 export SMP_BLE_RIG_ROOT="$(mktemp -d -t smp-ble-rigs.XXXXXX)"
-trap 'bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"' EXIT
+trap 'bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"; rm -rf "$XDG_CACHE_HOME"' EXIT
 
 started=$SECONDS
 step() { printf '\n== %s\n' "$*"; }
@@ -33,7 +36,7 @@ fi
 
 step "swift test"
 log="$(mktemp -t smp-test.XXXXXX)"
-trap 'rm -f "$log"; bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"' EXIT
+trap 'rm -f "$log"; bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"; rm -rf "$XDG_CACHE_HOME"' EXIT
 swift test --skip-build "$@" 2>&1 | tee "$log"
 test_status=${PIPESTATUS[0]}
 

@@ -7,7 +7,7 @@ import NIOPosix
 
 /// SMP over a serial port (USB CDC-ACM or UART): termios raw mode, console framing (Base64 lines,
 /// CRC16) or raw packets, SwiftNIO on the file descriptor.
-public final class SerialTransport: McuMgrTransport {
+public final class SerialTransport: McuMgrConsoleLineTransport {
     /// How SMP packets are framed on the line.
     public enum Framing: String, Sendable, Hashable, CaseIterable {
         /// SMP over console: 0x06 0x09 / 0x04 0x14 lines, Base64, length and CRC16 (the default).
@@ -24,47 +24,121 @@ public final class SerialTransport: McuMgrTransport {
         /// RTS/CTS hardware flow control.
         public var flowControl: Bool
         public var framing: Framing
-        /// Longest console frame line, markers and newline included (the device's limit; 127 on Zephyr).
-        public var lineLength: Int
-        /// Largest SMP packet to send; the device's `buf_size` - 4 also limits it.
-        public var mtu: Int
+        /// Longest console frame line, markers and newline included; nil starts from Zephyr's default
+        /// (127, for its 128-byte line buffers) and lets probing find longer lines the device takes.
+        public var lineLength: Int?
+        /// Receive lines the device holds at once; nil starts from Zephyr's default (2) and lets probing
+        /// find more. Longer frames are sent in bursts of this many lines, `lineGap` apart.
+        public var lines: Int?
+        /// Pause between bursts of `lines` lines of one frame: the device frees its line buffers on its
+        /// next scheduling tick (10 ms on Zephyr's native_sim).
+        public var lineGap: Duration
+        /// Largest SMP packet to send; nil lets the line limits and the device's `buf_size` decide.
+        public var mtu: Int?
+        /// Requests in flight at once; nil lets the device's buffers decide (1 on a console with
+        /// Zephyr's default line buffers, which drop a second frame that arrives before the first is answered).
+        public var window: Int?
+        /// Where line limits learned by probing are kept for the next connection; nil probes every time.
+        public var consoleLineMemory: ConsoleLineMemory?
 
         public init(
             path: String, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
-            lineLength: Int = 127, mtu: Int = 4096
+            lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
+            window: Int? = nil, consoleLineMemory: ConsoleLineMemory? = nil
         ) {
+            self.consoleLineMemory = consoleLineMemory
             self.path = path
             self.baudRate = baudRate
             self.flowControl = flowControl
             self.framing = framing
             self.lineLength = lineLength
+            self.lines = lines
+            self.lineGap = lineGap
             self.mtu = mtu
+            self.window = window
+        }
+
+        /// The line limits to start from.
+        public var initialConsoleLines: LinkLimits.ConsoleLines {
+            LinkLimits.ConsoleLines(
+                length: lineLength ?? LinkLimits.ConsoleLines.zephyrDefault.length,
+                count: lines ?? LinkLimits.ConsoleLines.zephyrDefault.count)
         }
     }
 
+    /// Raw framing has no line buffers; without `mtu=` packets are bounded by this.
+    public static let defaultRawMTU = 4096
+
     public let configuration: Configuration
     public var name: String { "serial:\(configuration.path)" }
-    public var mtu: Int { configuration.mtu }
-    public var sessionDefaults: SMPSessionConfiguration { SMPSessionConfiguration(window: 1) }
+    public var mtu: Int { linkLimits.maximumPacketSize }
+    public var sessionDefaults: SMPSessionConfiguration {
+        // A frame the device drops (a CRC error, a full line buffer) gets no answer: resend after the
+        // measured timeout, not sooner than 300 ms (devices erase flash sectors between chunks; a late
+        // copy is answered and ignored). A frame we drop is resent at once (`answerLost`).
+        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .milliseconds(300))
+    }
 
-    private let encoder: any SMPFramingCodec
+    /// What the link carries now: the console line limits (configured, or learned by probing) bound the
+    /// packet that goes out in one burst.
+    public var linkLimits: LinkLimits {
+        let lines = consoleLines.withLockedValue { $0 }
+        switch configuration.framing {
+        case .console:
+            let burst = lines.largestPacketPerBurst
+            return LinkLimits(
+                maximumPacketSize: min(configuration.mtu ?? burst, ConsoleSerialCodec.largestEncodablePacketSize),
+                consoleLines: lines, framesInFlight: configuration.window ?? 1)
+        case .raw:
+            return LinkLimits(
+                maximumPacketSize: configuration.mtu ?? Self.defaultRawMTU, framesInFlight: configuration.window ?? 1)
+        }
+    }
+
+    public var lineGap: Duration { configuration.lineGap }
+    public var consoleLineMemory: ConsoleLineMemory? { configuration.consoleLineMemory }
+
+    /// The console line limits in force; probing may raise them.
+    public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }
+
+    /// Whether a probe may teach something: console framing, line limits not fixed by the user
+    /// (`line=` and `lines=`, or `mtu=`), and no probe yet on this transport.
+    public var needsConsoleProbe: Bool {
+        guard configuration.framing == .console, configuration.mtu == nil,
+            configuration.lineLength == nil || configuration.lines == nil
+        else { return false }
+        return !probed.withLockedValue { $0 }
+    }
+
+    /// Adopts line limits learned from the device (by `LinkProbe`); options the user gave stay as given.
+    public func learnConsoleLines(_ learned: LinkLimits.ConsoleLines, final: Bool) {
+        let lines = LinkLimits.ConsoleLines(
+            length: configuration.lineLength ?? learned.length, count: configuration.lines ?? learned.count)
+        consoleLines.withLockedValue { $0 = lines }
+        if final { probed.withLockedValue { $0 = true } }
+    }
+
+    private let consoleLines: NIOLockedValueBox<LinkLimits.ConsoleLines>
+    private let probed = NIOLockedValueBox(false)
     private let group: any EventLoopGroup
     private let logger: Logger
     private let channel = NIOLockedValueBox<(any Channel)?>(nil)
+    /// When the line buffers of the device are free again after the last paced burst.
+    private let pacedUntil = NIOLockedValueBox<NIODeadline>(.uptimeNanoseconds(0))
 
     public init(
         configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "mcumgr.serial", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.configuration = configuration
-        self.encoder = Self.makeCodec(configuration)
+        self.consoleLines = NIOLockedValueBox(configuration.initialConsoleLines)
         self.group = group
         self.logger = logger
     }
 
-    static func makeCodec(_ configuration: Configuration) -> any SMPFramingCodec {
+    static func makeCodec(_ configuration: Configuration, lineLength: Int) -> any SMPFramingCodec {
         switch configuration.framing {
-        case .console: return ConsoleSerialCodec(maximumLineLength: configuration.lineLength)
+        case .console: return ConsoleSerialCodec(maximumLineLength: lineLength)
         case .raw: return RawSerialCodec()
         }
     }
@@ -78,7 +152,8 @@ public final class SerialTransport: McuMgrTransport {
         let fd = try Termios.openRaw(
             path: configuration.path, baud: configuration.baudRate, flowControl: configuration.flowControl)
         let inbound = LinkInboundHandler(
-            codec: Self.makeCodec(configuration), name: name, path: configuration.path, handler: handler)
+            codec: Self.makeCodec(configuration, lineLength: ConsoleSerialCodec.defaultMaximumLineLength),
+            name: name, path: configuration.path, handler: handler)
         do {
             let channel = try await NIOPipeBootstrap(group: group)
                 .channelOption(.allowRemoteHalfClosure, value: false)
@@ -98,10 +173,41 @@ public final class SerialTransport: McuMgrTransport {
         guard let channel = channel.withLockedValue({ $0 }), channel.isActive else {
             throw McuMgrError(.transport, "serial port \(configuration.path) is not open; the board may have been unplugged or reset")
         }
-        let units = encoder.encode(packet)
-        var buffer = channel.allocator.buffer(capacity: units.reduce(0) { $0 + $1.count })
-        for unit in units { buffer.writeBytes(unit) }
-        channel.writeAndFlush(buffer, promise: nil)
+        guard configuration.framing == .console else {
+            var buffer = channel.allocator.buffer(capacity: packet.count)
+            buffer.writeBytes(packet)
+            channel.writeAndFlush(buffer, promise: nil)
+            return
+        }
+        let lines = currentConsoleLines
+        guard packet.count <= ConsoleSerialCodec.largestEncodablePacketSize else {
+            throw McuMgrError(
+                .usage, "a \(packet.count)-byte request does not fit a serial frame (at most \(ConsoleSerialCodec.largestEncodablePacketSize) bytes)")
+        }
+        let units = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
+        // The device holds `lines.count` lines: a longer frame goes out in bursts that many lines long,
+        // one line-buffer release (`lineGap`) apart. Bursts of later frames queue behind paced ones.
+        let bursts = lines.bursts(of: units, gap: configuration.lineGap)
+        let now = NIODeadline.now()
+        let first = pacedUntil.withLockedValue { max($0, now) }
+        if bursts.count > 1, let last = bursts.last {
+            // The last burst's lines are freed a gap after it arrives, too.
+            pacedUntil.withLockedValue { $0 = first + Self.timeAmount(last.delay + configuration.lineGap) }
+        }
+        for burst in bursts {
+            var buffer = channel.allocator.buffer(capacity: burst.lines.reduce(0) { $0 + $1.count })
+            for line in burst.lines { buffer.writeBytes(line) }
+            let deadline = first + Self.timeAmount(burst.delay)
+            if deadline <= now {
+                channel.writeAndFlush(buffer, promise: nil)
+            } else {
+                channel.eventLoop.scheduleTask(deadline: deadline) { channel.writeAndFlush(buffer, promise: nil) }
+            }
+        }
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(Int64(clamping: duration.nanosecondsClamped))
     }
 
     public func close() async {

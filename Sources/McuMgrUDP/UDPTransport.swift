@@ -19,15 +19,17 @@ public final class UDPTransport: McuMgrTransport {
         public var host: String
         /// The device's SMP port; Zephyr's default is 1337.
         public var port: Int
-        /// Largest SMP packet per datagram. Zephyr truncates datagrams above 1500 bytes; 1472 stays within
-        /// one Ethernet frame over IPv4.
+        /// Largest SMP packet per request datagram (at most 65507). Zephyr truncates datagrams above 1500
+        /// bytes; 1472 stays within one Ethernet frame over IPv4. Answers of any size up to 65507 bytes
+        /// are read whole, whatever this says.
         public var mtu: Int
-        /// Resend an unanswered request after this long.
-        public var retransmitInterval: Duration
+        /// Resend an unanswered request after this fixed interval; nil (the default) resends after a
+        /// timeout measured from round trips (smoothed RTT + 4 x variation, doubled on each resend).
+        public var retransmitInterval: Duration?
         public var maximumRetransmits: Int
 
         public init(
-            host: String, port: Int = 1337, mtu: Int = 1472, retransmitInterval: Duration = .milliseconds(1000),
+            host: String, port: Int = 1337, mtu: Int = 1472, retransmitInterval: Duration? = nil,
             maximumRetransmits: Int = 6
         ) {
             self.host = host
@@ -46,8 +48,8 @@ public final class UDPTransport: McuMgrTransport {
     public var mtu: Int { configuration.mtu }
     public var sessionDefaults: SMPSessionConfiguration {
         SMPSessionConfiguration(
-            window: 1, retransmitInterval: configuration.retransmitInterval,
-            maximumRetransmits: configuration.maximumRetransmits)
+            window: 1, retransmitInterval: configuration.retransmitInterval, adaptiveRetransmit: true,
+            retransmitFloor: .milliseconds(100), maximumRetransmits: configuration.maximumRetransmits)
     }
 
     private let group: any EventLoopGroup
@@ -91,6 +93,9 @@ public final class UDPTransport: McuMgrTransport {
         }
         do {
             let channel = try await DatagramBootstrap(group: group)
+                .channelOption(
+                    ChannelOptions.recvAllocator,
+                    value: FixedSizeRecvByteBufferAllocator(capacity: Self.receiveCapacity(mtu: configuration.mtu)))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(inbound)
@@ -110,6 +115,16 @@ public final class UDPTransport: McuMgrTransport {
             _ = Glibc.close(sendDescriptor)
             throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
         }
+    }
+
+    /// The largest UDP payload (IPv4: 65535 - 20 - 8).
+    public static let largestDatagram = 65507
+
+    /// Bytes read per datagram. A device sizes its answers from its own buffers, not from our MTU (an fs
+    /// download chunk fills its `buf_size`), and a datagram longer than the read buffer is cut (NIO's
+    /// default is 2048 bytes): so every datagram UDP can carry fits, and a larger MTU too.
+    static func receiveCapacity(mtu: Int) -> Int {
+        max(mtu, largestDatagram)
     }
 
     /// A non-blocking UDP socket connected to `remote` (NIO takes it over).

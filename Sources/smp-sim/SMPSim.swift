@@ -22,6 +22,14 @@ struct SMPSim: AsyncParsableCommand {
               smp-sim --udp 127.0.0.1:1337 --bootloader-mode direct-xip-revert --swap-time 2
               smp-sim --pty-link /tmp/tty --suit --reset-vanish
               smp-sim --ble hci1 --ble-mtu 247               # a BLE peripheral through BlueZ; then: smp --device ble:ADDRESS ...
+              smp-sim --like native_sim_udp --udp 127.0.0.1:1337   # answers as ../shared/firmware's native_sim_udp.exe
+              smp-sim --pty-link /tmp/tty --rx-lines 0 --buf-size 2048   # no line-buffer limits: speed tests
+
+            Defaults are Zephyr's smp_svr defaults, as the shared native_sim_serial build reports them: 4 SMP
+            buffers of 384 bytes (os params), 2 serial receive lines of 128 bytes (a console line longer than
+            128 bytes is dropped; lines beyond the free buffers are dropped until the device's 10 ms tick
+            processes them, so a frame of 3 lines sent back to back, or a second frame sent right behind a
+            2-line frame, gets no answer), and a LittleFS of four 4 KiB blocks at /lfs1.
             """)
 
     @Option(help: ArgumentHelp("Serve over a new pty and make PATH a symlink to it.", valueName: "path"))
@@ -45,11 +53,26 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Delay every answer by this many milliseconds.", valueName: "ms"))
     var latency: Int = 0
 
-    @Option(help: "The device's SMP buffer size (buf_size), header included.")
-    var bufSize: Int = 2048
+    @Option(help: "The device's SMP buffer size (buf_size), header included (default 384, or the --like build's).")
+    var bufSize: Int?
 
-    @Option(help: "The device's number of SMP buffers (buf_count).")
-    var bufCount: Int = 4
+    @Option(help: "The device's number of SMP buffers (buf_count) (default 4, or the --like build's).")
+    var bufCount: Int?
+
+    @Option(help: ArgumentHelp("Bytes of each serial receive line buffer (CONFIG_UART_MCUMGR_RX_BUF_SIZE; default 128): longer console lines, marker and newline included, are dropped.", valueName: "bytes"))
+    var rxLineSize: Int?
+
+    @Option(help: ArgumentHelp("Serial receive line buffers (CONFIG_UART_MCUMGR_RX_BUF_COUNT; default 2); 0 = no line buffers (every line taken at once, for speed tests).", valueName: "count"))
+    var rxLines: Int?
+
+    @Option(help: ArgumentHelp("LittleFS blocks of the file system at /lfs1 (default 4; two hold the root directory); 0 = unlimited.", valueName: "count"))
+    var fsBlocks: Int = 4
+
+    @Option(help: ArgumentHelp("LittleFS block size in bytes (default 4096).", valueName: "bytes"))
+    var fsBlockSize: Int = 4096
+
+    @Option(help: ArgumentHelp("Answer as one of the shared Zephyr 4.4.0 builds: native_sim_serial, native_sim_serial_fs or native_sim_udp (buffers, line buffers, groups, CBOR encoding, empty file system). Other options override it.", valueName: "build"))
+    var like: String?
 
     @Flag(help: "Behave like a server that predates SMP v2 (answers v1 only).")
     var v1Only = false
@@ -101,8 +124,17 @@ struct SMPSim: AsyncParsableCommand {
         if let ble, ble.isEmpty { throw ValidationError("--ble needs an adapter name, e.g. hci1") }
         guard ["console", "raw"].contains(framing) else { throw ValidationError("--framing must be console or raw") }
         guard (8...4096).contains(lineLength) else { throw ValidationError("--line-length must be 8...4096") }
-        guard (64...65535).contains(bufSize) else { throw ValidationError("--buf-size must be 64...65535") }
-        guard (1...64).contains(bufCount) else { throw ValidationError("--buf-count must be 1...64") }
+        if let bufSize, !(64...65535).contains(bufSize) { throw ValidationError("--buf-size must be 64...65535") }
+        if let bufCount, !(1...64).contains(bufCount) { throw ValidationError("--buf-count must be 1...64") }
+        if let rxLineSize, !(8...65535).contains(rxLineSize) { throw ValidationError("--rx-line-size must be 8...65535") }
+        if let rxLines, !(0...64).contains(rxLines) { throw ValidationError("--rx-lines must be 0...64 (0 = no line buffers)") }
+        guard fsBlocks == 0 || (3...1_000_000).contains(fsBlocks) else {
+            throw ValidationError("--fs-blocks must be 0 (unlimited) or 3...1000000 (two blocks hold the root directory)")
+        }
+        guard (128...1_048_576).contains(fsBlockSize) else { throw ValidationError("--fs-block-size must be 128...1048576") }
+        if let like, ZephyrBuild(rawValue: like) == nil {
+            throw ValidationError("--like must be one of " + ZephyrBuild.allCases.map(\.rawValue).joined(separator: ", "))
+        }
         guard (1...8).contains(images) else { throw ValidationError("--images must be 1...8") }
         if let baud, baud < 300 { throw ValidationError("--baud must be at least 300") }
         guard SimulatedBootloader.Mode(name: bootloaderMode) != nil else {
@@ -122,11 +154,14 @@ struct SMPSim: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var configuration = SimulatorConfiguration()
-        configuration.bufferSize = bufSize
-        configuration.bufferCount = bufCount
+        let build = like.flatMap(ZephyrBuild.init(rawValue:))
+        var configuration = build?.configuration ?? SimulatorConfiguration()
+        configuration.bufferSize = bufSize ?? (build == nil ? 384 : configuration.bufferSize)
+        configuration.bufferCount = bufCount ?? (build == nil ? 4 : configuration.bufferCount)
+        configuration.fileSystemBlockCount = fsBlocks == 0 ? nil : fsBlocks
+        configuration.fileSystemBlockSize = fsBlockSize
         configuration.v1Only = v1Only
-        configuration.indefiniteLengthMaps = indefiniteMaps
+        if indefiniteMaps { configuration.indefiniteLengthMaps = true }
         configuration.imageCount = images
         configuration.bootloader.mode = SimulatedBootloader.Mode(name: bootloaderMode)!
         configuration.bootloader.noDowngrade = noDowngrade
@@ -137,15 +172,23 @@ struct SMPSim: AsyncParsableCommand {
 
         var stops: [@Sendable () async -> Void] = []
         if pty || ptyLink != nil {
+            let lineBuffers = build?.receiveLineBuffers
+            let lineCount = rxLines ?? lineBuffers?.count ?? PtyFrontEnd.Configuration.zephyrReceiveLineCount
+            let lineSize = rxLineSize ?? lineBuffers?.size ?? PtyFrontEnd.Configuration.zephyrReceiveLineSize
             let frontEnd = PtyFrontEnd(
                 device: device,
                 configuration: .init(
                     rawFraming: framing == "raw", lineLength: lineLength, baudRate: baud,
-                    latency: .milliseconds(latency), linkPath: ptyLink, vanishOnReset: resetVanish))
+                    latency: .milliseconds(latency), linkPath: ptyLink, vanishOnReset: resetVanish,
+                    receiveLineSize: lineSize, receiveLineCount: lineCount == 0 ? nil : lineCount,
+                    onDrop: { message in
+                        FileHandle.standardError.write(Data("<wrn> uart_mcumgr: \(message)\n".utf8))
+                    }))
             let path = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(
                 "pty \(path)" + (ptyLink.map { " link \($0)" } ?? "") + " framing \(framing)"
+                    + (framing == "console" ? (lineCount == 0 ? " rx-lines unlimited" : " rx-lines \(lineCount)x\(lineSize)") : "")
                     + (baud.map { " baud \($0)" } ?? "") + (resetVanish ? " reset-vanish" : ""))
         }
         for endpoint in udp {

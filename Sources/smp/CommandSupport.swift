@@ -16,11 +16,31 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Print the device's answer as JSON (protocol keys; byte strings as lowercase hex).")
     var json = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for each answer.", valueName: "seconds"))
-    var timeout: Double = 10
+    @Option(
+        name: .customLong("timeout"),
+        help: ArgumentHelp(
+            "The longest wait for progress, in seconds: for an answer to each request, and for each chunk of a transfer (lost requests are resent within it). Default 10; the first chunk of an upload, which may erase a whole slot, gets 40 unless this is given.",
+            valueName: "seconds"))
+    var timeoutOption: Double?
 
-    @Flag(name: [.short, .long], help: "Show the chosen device and protocol details on stderr.")
-    var verbose = false
+    @Flag(
+        name: [.customShort("v"), .customLong("verbose")],
+        help: "Show the device, the link's limits and every request and answer (-vv: with payloads) on stderr.")
+    var verbosity: Int
+
+    /// Seconds to wait for progress.
+    var timeout: Double { timeoutOption ?? 10 }
+    /// Whether to show protocol details.
+    var verbose: Bool { verbosity > 0 }
+
+    /// Chunk timeouts for uploads: `--timeout` for every chunk when given; else 40 s for the first (an
+    /// erase) and 10 s for the others.
+    func uploadConfiguration(pipelineDepth: Int? = nil, byteAlignment: Int = 1, maximumChunkSize: Int? = nil) -> UploadConfiguration {
+        let given = timeoutOption.map { Duration.milliseconds(Int64($0 * 1000)) }
+        return UploadConfiguration(
+            pipelineDepth: pipelineDepth, byteAlignment: byteAlignment, maximumChunkSize: maximumChunkSize,
+            firstChunkTimeout: given ?? .seconds(40), chunkTimeout: given ?? .seconds(10))
+    }
 
     func validate() throws {
         guard timeout > 0, timeout <= 3600 else {
@@ -119,8 +139,9 @@ enum CommandRunner {
             let uri = try await DeviceResolver.resolvedURI(from: options.device, verbose: options.verbose)
             if options.verbose { Terminal.error("device: \(uri)") }
             var logger = Logger(label: "smp")
-            logger.logLevel = options.verbose ? .debug : .warning
+            logger.logLevel = options.verbosity >= 2 ? .trace : options.verbose ? .debug : .warning
             let transport = try DeviceResolver.transport(for: uri, logger: logger)
+            if options.verbose { Terminal.error("link: \(transport.linkLimits) to start with") }
             let c = McuMgrClient(
                 transport: transport,
                 configuration: .init(timeout: .milliseconds(Int64(options.timeout * 1000))),
@@ -132,6 +153,10 @@ enum CommandRunner {
             await client?.close()
             report(error, json: options.json)
             throw ExitCode(ExitStatus.code(for: error.kind))
+        } catch is CancellationError {
+            await client?.close()
+            report(McuMgrError(.cancelled, "interrupted"), json: options.json)
+            throw ExitCode(ExitStatus.cancelled)
         } catch let error as CBORError {
             await client?.close()
             report(McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)"), json: options.json)

@@ -23,8 +23,8 @@ enum DeviceResolver {
     static func transport(for uri: McuMgrDeviceURI, logger: Logger) throws -> any McuMgrTransport {
         switch uri.scheme {
         case .serial:
-            try checkOptions(uri, allowed: ["baud", "framing", "line", "mtu", "flow"])
-            var configuration = SerialTransport.Configuration(path: uri.target)
+            try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow"])
+            var configuration = SerialTransport.Configuration(path: uri.target, consoleLineMemory: .standard)
             if let baud = try uri.intOption("baud", in: 50...12_000_000) { configuration.baudRate = baud }
             if let framing = uri.option("framing") {
                 guard let f = SerialTransport.Framing(rawValue: framing.lowercased()) else {
@@ -33,6 +33,9 @@ enum DeviceResolver {
                 configuration.framing = f
             }
             if let line = try uri.intOption("line", in: 8...65536) { configuration.lineLength = line }
+            if let lines = try uri.intOption("lines", in: 1...1024) { configuration.lines = lines }
+            if let window = try uri.intOption("window", in: 1...64) { configuration.window = window }
+            if let gap = try uri.intOption("gap", in: 0...10_000) { configuration.lineGap = .milliseconds(gap) }
             if let mtu = try uri.intOption("mtu", in: 32...65535) { configuration.mtu = mtu }
             if let flow = uri.option("flow") {
                 switch flow.lowercased() {
@@ -45,7 +48,7 @@ enum DeviceResolver {
         case .udp:
             try checkOptions(uri, allowed: ["mtu", "retransmit"])
             var configuration = UDPTransport.Configuration(host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort)
-            if let mtu = try uri.intOption("mtu", in: 32...65000) { configuration.mtu = mtu }
+            if let mtu = try uri.intOption("mtu", in: 32...UDPTransport.largestDatagram) { configuration.mtu = mtu }
             if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return UDPTransport(configuration: configuration)
         case .sim:

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `smp`: manage microcontrollers over SMP (mcumgr) from the command line.
 struct SMP: AsyncParsableCommand {
@@ -8,8 +9,10 @@ struct SMP: AsyncParsableCommand {
         discussion: """
             USAGE: smp [--device URI] [--json] [--timeout S] [-v] GROUP COMMAND ...
 
-            Devices: serial:/dev/ttyACM0?baud=115200 (options framing=console|raw, line=127, mtu=N, \
-            flow=rtscts); udp:HOST[:PORT] or udp:[IPv6][:PORT] (default port 1337); sim: (a built-in \
+            Devices: serial:/dev/ttyACM0?baud=115200 (options framing=console|raw, flow=rtscts; the link's \
+            limits are learned from the device, starting from Zephyr's 2 receive lines of 128 bytes; fix them \
+            with line=BYTES (longest line), lines=N (lines the device holds), window=N (frames in flight), \
+            gap=MS (pause between bursts of lines), mtu=N); udp:HOST[:PORT] or udp:[IPv6][:PORT] (default port 1337); sim: (a built-in \
             simulated device). $SMP_DEVICE sets the default device.
 
             Bluetooth LE (through BlueZ): ble:AA:BB:CC:DD:EE:FF or ble:name=NAME (options adapter=hci1, \
@@ -19,7 +22,9 @@ struct SMP: AsyncParsableCommand {
             usb:serial=SN, usb:VID:PID?serial=SN&interface=N (add &baud=N, &wait=SECONDS).
 
             Exit codes: 0 success, 1 the device answered with an error, 64 usage error, 66 local file \
-            error, 69 transport failure, 75 timeout, 76 protocol error, 130 interrupted.
+            error, 69 transport failure, 75 timeout, 76 protocol error, 130 interrupted (SIGINT/Ctrl-C or \
+            SIGTERM: the command stops cleanly, removes a partial download, and an interrupted upload \
+            resumes when run again).
             """,
         version: "0.1.0",
         subcommands: [
@@ -36,7 +41,26 @@ struct SMP: AsyncParsableCommand {
 enum SMPMain {
     static func main() async {
         let arguments = GlobalOptionPlacement.reorder(Array(CommandLine.arguments.dropFirst()))
-        await SMP.main(arguments)
+        await Interruption.run {
+            do {
+                var command = try SMP.parseAsRoot(arguments)
+                if var command = command as? AsyncParsableCommand {
+                    try await command.run()
+                } else {
+                    try command.run()
+                }
+                if Interruption.happened {
+                    // The command stopped on the signal without an error (e.g. a watch loop).
+                    exit(ExitStatus.cancelled)
+                }
+            } catch {
+                if Interruption.happened, !(error is ExitCode) {
+                    FileHandle.standardError.write(Data("error: interrupted\n".utf8))
+                    exit(ExitStatus.cancelled)
+                }
+                SMP.exit(withError: error)
+            }
+        }
     }
 }
 
@@ -44,7 +68,7 @@ enum SMPMain {
 /// `smp --device udp:10.0.0.2 os echo hi`, by moving them behind the group and command names where the
 /// argument parser expects them.
 enum GlobalOptionPlacement {
-    static let flags: Set<String> = ["--json", "-v", "--verbose"]
+    static let flags: Set<String> = ["--json", "-v", "-vv", "-vvv", "--verbose"]
     static let valued: Set<String> = ["--device", "-d", "--timeout"]
 
     static func reorder(_ arguments: [String]) -> [String] {

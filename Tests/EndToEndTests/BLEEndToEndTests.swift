@@ -61,10 +61,10 @@ struct BLEEndToEndTests {
             let local = session.directory.path("payload.bin")
             try payload.write(to: URL(fileURLWithPath: local))
             let device = BLEEndToEndTests.device + link.uriOptions
-            let upload = try await session.smp(["--json", "fs", "upload", local, "/lfs/payload.bin"], device: device)
+            let upload = try await session.smp(["--json", "fs", "upload", local, "/lfs1/payload.bin"], device: device)
             expectSuccess(upload)
             let back = session.directory.path("back.bin")
-            let download = try await session.smp(["fs", "download", "/lfs/payload.bin", back], device: device)
+            let download = try await session.smp(["fs", "download", "/lfs1/payload.bin", back], device: device)
             expectSuccess(download)
             #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
         }

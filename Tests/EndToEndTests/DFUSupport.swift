@@ -96,16 +96,43 @@ enum DFUPackages {
     }
 }
 
-/// Deterministic bytes (SplitMix64).
+/// Deterministic bytes and fault dice (SplitMix64).
 struct SeededBytes {
     var state: UInt64
     init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt8 {
+
+    mutating func next64() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476C_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return UInt8(truncatingIfNeeded: z ^ (z >> 31))
+        return z ^ (z >> 31)
+    }
+
+    mutating func next() -> UInt8 { UInt8(truncatingIfNeeded: next64()) }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double) -> Bool { p > 0 && Double(next64() >> 11) / Double(1 << 53) < p }
+}
+
+/// A relay thread's life: runs until `stop()`, which waits a moment for the thread to see it (the relay
+/// polls with a short timeout and closes its descriptors on the way out).
+final class RelayLife: @unchecked Sendable {
+    private let lock = NSLock()
+    private var running = true
+
+    var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return running
+    }
+
+    func stop() {
+        lock.lock()
+        let wasRunning = running
+        running = false
+        lock.unlock()
+        if wasRunning { Thread.sleep(forTimeInterval: 0.1) }
     }
 }
 

@@ -88,12 +88,12 @@ struct InteropTests {
             let payload = randomBytes(96 * 1024)
             let local = session.directory.path("interop-up.bin")
             try payload.write(to: URL(fileURLWithPath: local))
-            expectSuccess(try await Self.smpmgr(session, ["file", "upload", local, "/lfs/interop.bin"], timeout: 150))
+            expectSuccess(try await Self.smpmgr(session, ["file", "upload", local, "/lfs1/interop.bin"], timeout: 150))
             let back = session.directory.path("interop-down.bin")
-            expectSuccess(try await Self.smpmgr(session, ["file", "download", "/lfs/interop.bin", back], timeout: 150))
+            expectSuccess(try await Self.smpmgr(session, ["file", "download", "/lfs1/interop.bin", back], timeout: 150))
             let downloaded = try Data(contentsOf: URL(fileURLWithPath: back))
             #expect(downloaded == payload, "smpmgr's download differs from its upload (\(downloaded.count) bytes)")
-            let size = expectSuccess(try await Self.smpmgr(session, ["file", "read-size", "/lfs/interop.bin"]))
+            let size = expectSuccess(try await Self.smpmgr(session, ["file", "read-size", "/lfs1/interop.bin"]))
             #expect(size.stdout.contains(String(payload.count)), "\(size)")
         }
     }

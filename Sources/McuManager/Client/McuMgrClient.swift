@@ -28,7 +28,7 @@ public actor McuMgrClient {
     /// The transport this client drives.
     public nonisolated let transport: any McuMgrTransport
     public nonisolated let configuration: Configuration
-    private let logger: Logger
+    nonisolated let logger: Logger
     private var session: SMPSession
     private var link: LinkState = .closed
     private var waiting: [SMPRequestID: Completion] = [:]
@@ -56,6 +56,11 @@ public actor McuMgrClient {
     private var lastDrop: SMPFramingDrop?
     private let clock = ContinuousClock()
     private let epoch: ContinuousClock.Instant
+    private let resends = LockedState(0)
+
+    /// Requests resent so far because the link lost them or their answers (readable from any task:
+    /// transfers watch it to shrink their window).
+    public nonisolated var resendCount: Int { resends.withLock { $0 } }
 
     /// - Parameters:
     ///   - transport: the link to the device; opened on the first request.
@@ -109,9 +114,11 @@ public actor McuMgrClient {
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
+    /// `retransmittable: false` keeps the session from resending it (a request the device may still be
+    /// working on when the resend timeout passes, and must not get twice).
     public func send(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, name: String? = nil
+        timeout: Duration? = nil, retransmittable: Bool = true, name: String? = nil
     ) async throws -> SMPPacket {
         try await ensureOpen()
         let id = SMPRequestID(nextID)
@@ -128,7 +135,7 @@ public actor McuMgrClient {
                 execute(
                     session.submit(
                         id, operation: operation, group: group, command: command, payload: payload,
-                        timeout: timeout ?? configuration.timeout, now: now))
+                        timeout: timeout ?? configuration.timeout, retransmittable: retransmittable, now: now))
             }
         } onCancel: {
             Task { await self.cancel(id) }
@@ -142,7 +149,7 @@ public actor McuMgrClient {
     /// - Throws: `McuMgrError` when the link cannot be opened (`completion` is then not called).
     public func submit(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, name: String? = nil,
+        timeout: Duration? = nil, retransmittable: Bool = true, resendFloor: Duration? = nil, name: String? = nil,
         completion: @escaping @Sendable (Result<SMPPacket, McuMgrError>) -> Void
     ) async throws -> McuMgrRequestHandle {
         try await ensureOpen()
@@ -153,7 +160,8 @@ public actor McuMgrClient {
         execute(
             session.submit(
                 id, operation: operation, group: group, command: command, payload: payload,
-                timeout: timeout ?? configuration.timeout, now: now))
+                timeout: timeout ?? configuration.timeout, retransmittable: retransmittable,
+                resendFloor: resendFloor, now: now))
         return McuMgrRequestHandle(id: id)
     }
 
@@ -271,10 +279,12 @@ public actor McuMgrClient {
     private func handle(_ event: McuMgrTransportEvent) {
         switch event {
         case .packet(let bytes):
+            traceAnswer(bytes)
             execute(session.receive(bytes, now: now))
         case .dropped(let drop):
             lastDrop = drop
             logger.debug("dropped received data: \(drop)")
+            execute(session.answerLost(now: now))
         case .closed(let error):
             guard case .open = link else { return }
             link = .closed
@@ -298,14 +308,53 @@ public actor McuMgrClient {
 
     private func logNotices() {
         for notice in session.takeNotices() {
-            logger.debug("session: \(notice)")
+            switch notice {
+            case .retransmitted(let sequence, let attempt, let after):
+                resends.withLock { $0 += 1 }
+                logger.debug(
+                    "resend seq \(sequence) (#\(attempt)) after \(after.milliseconds) ms without an answer; \(session.roundTrips)")
+            case .unmatchedResponse(let header):
+                logger.debug("ignored answer seq \(header.sequence): no request in flight with it (late, duplicate or foreign)")
+            case .mismatchedResponse(let header):
+                logger.debug("ignored answer seq \(header.sequence): its group/command \(header.group)/\(header.command.rawValue) do not match the request")
+            case .ignoredPacket(let length, let reason):
+                logger.debug("ignored \(length)-byte packet: \(reason)")
+            case .versionChanged(let version):
+                logger.debug("the device speaks SMP \(version): switching")
+            }
         }
+    }
+
+    /// `-v`: one line per packet on the wire (operation, group, command, sequence, length, round trip);
+    /// at trace level (`-vv`) the payload in hex.
+    private func traceRequest(_ bytes: [UInt8]) {
+        guard logger.logLevel <= .debug, let packet = try? SMPPacket(decoding: bytes) else { return }
+        let h = packet.header
+        logger.debug("-> \(h.operation) \(h.group) cmd \(h.command.rawValue) seq \(h.sequence) \(h.version) \(bytes.count) B")
+        if logger.logLevel <= .trace { logger.trace("   \(Self.hex(packet.payload))") }
+    }
+
+    private func traceAnswer(_ bytes: [UInt8]) {
+        guard logger.logLevel <= .debug, let packet = try? SMPPacket(decoding: bytes) else { return }
+        let h = packet.header
+        let elapsed = session.elapsed(sequence: h.sequence, now: now).map { d -> String in
+            let tenths = d.nanosecondsClamped / 100_000
+            return " after \(tenths / 10).\(tenths % 10) ms"
+        } ?? ""
+        logger.debug("<- \(h.operation) \(h.group) cmd \(h.command.rawValue) seq \(h.sequence) \(bytes.count) B\(elapsed)")
+        if logger.logLevel <= .trace { logger.trace("   \(Self.hex(packet.payload))") }
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let shown = bytes.prefix(512).map { b in String(b >> 4, radix: 16) + String(b & 0xF, radix: 16) }.joined()
+        return bytes.count > 512 ? shown + "… (\(bytes.count) B)" : shown
     }
 
     private func execute(_ actions: [SMPSession.Action]) {
         for action in actions {
             switch action {
             case .send(_, let bytes):
+                traceRequest(bytes)
                 do {
                     try transport.send(bytes)
                 } catch {

@@ -8,7 +8,22 @@ import Glibc
 import Darwin
 #endif
 
-/// The file-system group (8): streamed, pipelined, verified file transfers.
+/// The file-system group (8): streamed, pipelined, exact and verified file transfers.
+///
+/// What Zephyr's fs_mgmt does (measured on Zephyr 4.4.0 native_sim with LittleFS) shapes the upload:
+/// - the device keeps one file open per transfer and closes it when a chunk reaches the length sent with
+///   the chunk at offset 0; until then `stat` and `hash` see only what the file system has committed
+///   (0 bytes, or the size at the last close);
+/// - a chunk at another offset than the device's is answered FS error 11 with `len` = the device's
+///   offset, and the device closes the file and forgets the length: the rest of the upload then leaves
+///   the file open until its idle timer (about 4 s) or a close command;
+/// - a chunk at offset 0 truncates a closed file, but while the file is still open a repeated offset-0
+///   chunk is appended (the answer's `off` then runs past the file's size);
+/// - a chunk with offset > 0 to a closed file appends to it (resuming works), and an upload of 0 bytes
+///   leaves an existing file as it was.
+/// So an upload closes the device's open file first and last, checks the device's length afterwards,
+/// continues from the device's length when it is short, and starts again from offset 0 once when the
+/// device holds more than the file.
 public struct FileSystemManager: Sendable {
     /// The client requests go through.
     public let client: McuMgrClient
@@ -18,18 +33,35 @@ public struct FileSystemManager: Sendable {
 
     /// How a transfer was checked against the device's copy.
     public enum Verification: Sendable, Hashable, CustomStringConvertible {
-        /// The device's SHA-256 matched.
+        /// The lengths and the device's SHA-256 matched.
         case sha256
-        /// The device's CRC-32 matched.
+        /// The lengths and the device's CRC-32 matched.
         case crc32
-        /// Not checked, and why (device without hash support, or not asked for).
+        /// Only the lengths were compared: the device offers no hash or checksum.
+        case length
+        /// Both sides are empty (0 bytes); a device has no hash of an empty file (FS error 16, FILE_EMPTY).
+        case empty
+        /// Not checked, and why (device without hash or status support, or not asked for).
         case skipped(String)
 
         public var description: String {
             switch self {
             case .sha256: return "verified by SHA-256"
             case .crc32: return "verified by CRC-32"
+            case .length: return "verified by length only (the device offers no hash or checksum)"
+            case .empty: return "verified empty (0 bytes on both sides)"
             case .skipped(let why): return "not verified (\(why))"
+            }
+        }
+
+        /// A short name for scripts: sha256, crc32, length, empty or none.
+        public var method: String {
+            switch self {
+            case .sha256: return "sha256"
+            case .crc32: return "crc32"
+            case .length: return "length"
+            case .empty: return "empty"
+            case .skipped: return "none"
             }
         }
     }
@@ -44,42 +76,108 @@ public struct FileSystemManager: Sendable {
         public var duration: Duration
         /// Time spent moving the data alone (without the hash check afterwards).
         public var transferDuration: Duration
+        /// Upload: the bytes the device already held of this file (checked by hash) when the upload began,
+        /// so they were not sent again; 0 for a transfer from the start.
+        public var resumedFrom: Int = 0
     }
 
     /// Uploads a local file to `remote` (an absolute path on the device), streaming it from disk.
     ///
-    /// Chunks are pipelined as for image uploads. Afterwards the device's SHA-256 (else CRC-32) of the
-    /// file is compared with the local one when the device offers a hash.
-    /// - Throws: `McuMgrError`; kind `.protocolViolation` when verification finds a difference.
+    /// Closes the file the device may hold open, then, with `resume`, asks for the device's copy: when it
+    /// is the start of this file (its length and its hash of that part match), only the rest is sent.
+    /// Chunks are pipelined as for image uploads. Afterwards the device's file is closed, its length
+    /// must equal the local one (a short file is completed from the device's offset) and, with `verify`,
+    /// its SHA-256 (else CRC-32) must match.
+    /// - Throws: `McuMgrError`; kind `.protocolViolation` when the device's copy differs.
     public func upload(
-        _ local: URL, to remote: String, verify: Bool = true, configuration: UploadConfiguration = .init(),
-        progress: TransferProgressHandler? = nil
+        _ local: URL, to remote: String, verify: Bool = true, resume: Bool = true,
+        configuration: UploadConfiguration = .init(), progress: TransferProgressHandler? = nil
     ) async throws -> TransferResult {
         let clock = ContinuousClock()
         let started = clock.now
         let source = try FileUploadSource(url: local)
-        let uploader = ChunkedUploader(client: client, target: FileUploadTarget(name: remote), configuration: configuration)
-        _ = try await uploader.upload(source, progress: progress)
-        let transferred = clock.now - started
-        var verification = Verification.skipped("not requested")
-        if verify {
-            verification = try await self.verify(remote: remote, length: source.size) { type in
-                try LocalDigest.digest(type, of: source)
+        let total = source.size
+        let hashChoice = HashChoiceCache()
+        do {
+            try await closeOpenFile()
+            var start = resume ? try await resumableOffset(of: remote, source: source, hashes: hashChoice) : 0
+            let resumedFrom = start
+            var completions = 0
+            var restarted = false
+            var deviceLength: Int?
+            while true {
+                if start < total || (total == 0 && completions == 0 && !restarted) {
+                    do {
+                        try await send(source, from: start, to: remote, configuration: configuration, progress: progress)
+                    } catch let error as McuMgrError where error.kind == .protocolViolation && !restarted {
+                        // The device's offset left the file (e.g. a repeated first chunk was appended to the
+                        // open file): close it and upload again from offset 0, which truncates it.
+                        restarted = true
+                        try await closeOpenFile()
+                        start = 0
+                        continue
+                    }
+                } else if start == total, total > 0 {
+                    progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: 0))
+                }
+                // The device commits the file on close; until then stat and hash may see less.
+                try await closeOpenFile()
+                deviceLength = try await fileLength(remote)
+                guard let length = deviceLength, length != total else { break }
+                if total == 0 {
+                    throw McuMgrError(
+                        .protocolViolation,
+                        "\(remote) on the device still has \(length) bytes after an upload of 0 bytes: the device does not truncate a file on an empty upload (Zephyr); remove the file on the device first, e.g. with its shell's `fs rm`")
+                }
+                if length < total, completions < 3 {
+                    // A short file: the device lost the upload's length or an answer; continue from its length
+                    // when its bytes are the start of this file, else from 0.
+                    completions += 1
+                    start = try await resumableOffset(of: remote, source: source, knownLength: length, hashes: hashChoice)
+                    continue
+                }
+                if length > total, !restarted {
+                    restarted = true
+                    start = 0
+                    continue
+                }
+                throw McuMgrError(
+                    .protocolViolation,
+                    "\(remote) on the device has \(length) bytes after the upload, the local file \(total); transfer the file again")
             }
+            let transferred = clock.now - started
+            var verification = Verification.skipped("not requested")
+            if verify {
+                verification = try await self.verify(
+                    remote: remote, length: total, lengthChecked: deviceLength != nil, hashes: hashChoice
+                ) { type in try LocalDigest.digest(type, of: source) }
+            }
+            return TransferResult(
+                bytes: total, verification: verification, duration: clock.now - started,
+                transferDuration: transferred, resumedFrom: resumedFrom)
+        } catch is CancellationError {
+            throw McuMgrError(.cancelled, "file upload was cancelled")
+        } catch var error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 10) {
+            error.message += ": the device's file system is probably full, or the file is larger than it takes "
+                + "(the LittleFS of Zephyr's smp_svr sample has four 4 KiB blocks); free space on the device or upload a smaller file"
+            throw error
         }
-        return TransferResult(
-            bytes: source.size, verification: verification, duration: clock.now - started,
-            transferDuration: transferred)
     }
 
     /// Downloads `remote` into `destination`.
     ///
-    /// Data goes to a temporary file beside `destination`, which is renamed into place only after the
-    /// whole file arrived and (when the device offers a hash) matched; on any failure or cancellation the
-    /// temporary file is removed and nothing appears under `destination`.
-    /// - Throws: `McuMgrError`; kind `.protocolViolation` when verification finds a difference.
+    /// Data goes to a temporary file `.NAME.UUID.download` beside `destination`, which is renamed into
+    /// place only after the whole file arrived and (when the device offers a hash) matched; on any
+    /// failure or cancellation the temporary file is removed and nothing appears under `destination`.
+    /// A device that announces more than `configuration.maximumLength` bytes is refused before anything
+    /// is written; requests that time out or meet a busy device are repeated until no data arrived for
+    /// `configuration.stallTimeout`; `configuration.deadline` bounds the whole download.
+    /// - Throws: `McuMgrError`; kind `.protocolViolation` when verification finds a difference or the
+    ///   device's answers are inconsistent, `.timeout` for a stall or the deadline, `.usage` above the
+    ///   size limit.
     public func download(
-        _ remote: String, to destination: URL, verify: Bool = true, progress: TransferProgressHandler? = nil
+        _ remote: String, to destination: URL, verify: Bool = true,
+        configuration: FileDownloadConfiguration = .init(), progress: TransferProgressHandler? = nil
     ) async throws -> TransferResult {
         let clock = ContinuousClock()
         let started = clock.now
@@ -102,50 +200,84 @@ public struct FileSystemManager: Sendable {
             var crc = CRC32()
             var offset = 0
             var total: Int?
-            repeat {
-                let response = try await sendRetryingBusy(FileDownloadRequest(name: remote, offset: offset))
+            var lastData = clock.now
+            // `continue` asks again for the same offset (after a timeout or a busy answer).
+            while total.map({ offset < $0 }) ?? true {
+                try Task.checkCancellation()
+                let now = clock.now
+                if let deadline = configuration.deadline, now - started >= deadline {
+                    throw McuMgrError(
+                        .timeout,
+                        "file download of \(remote) did not finish within \(Self.seconds(deadline)) (\(offset) of \(total.map(String.init) ?? "?") bytes); raise the deadline or check the link")
+                }
+                if now - lastData >= configuration.stallTimeout {
+                    throw McuMgrError(
+                        .timeout,
+                        "file download of \(remote) stalled: no data for \(Self.seconds(configuration.stallTimeout)) at offset \(offset) of \(total.map(String.init) ?? "?"); check the device and the link, then retry")
+                }
+                var timeout = min(client.configuration.timeout, configuration.stallTimeout - (now - lastData))
+                if let deadline = configuration.deadline { timeout = min(timeout, deadline - (now - started)) }
+                let item: CBOR
+                do {
+                    item = try await client.sendItem(
+                        FileDownloadRequest(name: remote, offset: offset), timeout: max(timeout, .milliseconds(1)))
+                } catch let error as McuMgrError where error.kind == .timeout {
+                    continue  // Reads are idempotent: ask again until the stall timeout.
+                } catch let error as McuMgrError where error.returnCode == .busy {
+                    try await Task.sleep(for: .milliseconds(100))
+                    continue
+                }
+                let piece = try Self.downloadPiece(item, remote: remote, requested: offset)
                 if offset == 0 {
-                    guard let length = response.length else {
-                        throw McuMgrError(.protocolViolation, "file download: the device did not send the file's length (`len`)")
+                    guard let length = piece.length else {
+                        throw McuMgrError(
+                            .protocolViolation, "file download: the device did not send the length (`len`) of \(remote)")
+                    }
+                    guard length <= configuration.maximumLength else {
+                        throw McuMgrError(
+                            .usage,
+                            "file download: the device announces \(length) bytes for \(remote), more than the limit of \(configuration.maximumLength) bytes; raise the limit (smp fs download --max-size) if the file really is that large")
                     }
                     total = length
-                }
-                guard response.offset == offset else {
+                } else if let length = piece.length, length != total {
                     throw McuMgrError(
                         .protocolViolation,
-                        "file download: asked for offset \(offset), the device sent offset \(response.offset); retry the download")
+                        "file download: \(remote) changed size during the download (\(total ?? 0) -> \(length) bytes); retry")
                 }
                 let length = total ?? 0
-                if response.data.isEmpty, offset < length {
+                if piece.data.isEmpty, offset < length {
                     throw McuMgrError(
                         .protocolViolation,
                         "file download: the device sent no data at offset \(offset) of \(length); the file may have changed, retry")
                 }
-                guard offset + response.data.count <= length else {
+                guard offset + piece.data.count <= length else {
                     throw McuMgrError(
                         .protocolViolation, "file download: the device sent more than the \(length) bytes it announced")
                 }
                 do {
-                    try handle.write(contentsOf: response.data)
+                    try handle.write(contentsOf: piece.data)
                 } catch {
                     throw McuMgrError(.file, "cannot write \(temporary.path): \(error.localizedDescription)")
                 }
-                sha.update(data: response.data)
-                crc.update(response.data)
-                offset += response.data.count
+                sha.update(data: piece.data)
+                crc.update(piece.data)
+                offset += piece.data.count
+                lastData = clock.now
                 let elapsed = (clock.now - started).seconds
                 progress?(
                     TransferProgress(
                         bytesTransferred: offset, totalBytes: length,
                         bytesPerSecond: elapsed > 0 ? Double(offset) / elapsed : 0))
-            } while offset < (total ?? 0)
+            }
             let transferred = clock.now - started
             try handle.close()
             let shaDigest = Data(sha.finalize())
             let crcDigest = crc.bigEndianBytes
             var verification = Verification.skipped("not requested")
             if verify {
-                verification = try await self.verify(remote: remote, length: offset) { type in
+                verification = try await self.verify(
+                    remote: remote, length: offset, lengthChecked: true, hashes: HashChoiceCache()
+                ) { type in
                     type == "sha256" ? shaDigest : type == "crc32" ? crcDigest : nil
                 }
             }
@@ -188,43 +320,130 @@ public struct FileSystemManager: Sendable {
 
     // MARK: - Internals
 
-    private func sendRetryingBusy(_ request: FileDownloadRequest) async throws -> FileDownloadResponse {
-        var attempts = 0
-        while true {
-            do {
-                return try await client.send(request)
-            } catch let error as McuMgrError where error.returnCode == .busy && attempts < 50 {
-                attempts += 1
-                try await Task.sleep(for: .milliseconds(100))
+    /// One answer to a download request, checked.
+    struct DownloadPiece {
+        var data: Data
+        var length: Int?
+    }
+
+    /// Reads `off`, `data` and `len` of a download answer; negative or missing values are errors.
+    static func downloadPiece(_ item: CBOR, remote: String, requested: Int) throws -> DownloadPiece {
+        guard let offsetItem = item["off"] else {
+            throw McuMgrError(.protocolViolation, "file download: the device's answer has no offset (`off`)")
+        }
+        guard let offset = offsetItem.int, offset >= 0 else {
+            throw McuMgrError(.protocolViolation, "file download: the device sent an invalid offset (\(offsetItem))")
+        }
+        guard offset == requested else {
+            throw McuMgrError(
+                .protocolViolation,
+                "file download: asked for offset \(requested), the device sent offset \(offset); retry the download")
+        }
+        guard let bytes = item["data"]?.byteString else {
+            throw McuMgrError(.protocolViolation, "file download: the device's answer has no data (`data`)")
+        }
+        var length: Int?
+        if let lengthItem = item["len"] {
+            guard let value = lengthItem.int, value >= 0 else {
+                throw McuMgrError(
+                    .protocolViolation, "file download: the device sent an invalid length (\(lengthItem)) for \(remote)")
             }
+            length = value
+        }
+        return DownloadPiece(data: Data(bytes), length: length)
+    }
+
+    /// Sends `source[start...]` as the continuation of `remote` (from offset 0: a new file).
+    private func send(
+        _ source: FileUploadSource, from start: Int, to remote: String, configuration: UploadConfiguration,
+        progress: TransferProgressHandler?
+    ) async throws {
+        let total = source.size
+        let target = FileUploadTarget(name: remote, start: start, fileSize: total)
+        let uploader = ChunkedUploader(client: client, target: target, configuration: configuration)
+        _ = try await uploader.upload(SuffixUploadSource(source, from: start)) { part in
+            progress?(
+                TransferProgress(
+                    bytesTransferred: start + part.bytesTransferred, totalBytes: total,
+                    bytesPerSecond: part.bytesPerSecond))
         }
     }
 
-    /// Compares the device's digest of `remote` with `local(type)`; skips when the device has none.
-    private func verify(
-        remote: String, length: Int, local: (String) throws -> Data?
-    ) async throws -> Verification {
-        var type: String?
+    /// Sends the close command; a device without it (rc 8) has nothing to close.
+    private func closeOpenFile() async throws {
         do {
-            let types = try await supportedHashTypes()
-            if types["sha256"] != nil {
-                type = "sha256"
-            } else if types["crc32"] != nil {
-                type = "crc32"
-            } else {
-                return .skipped("the device offers neither sha256 nor crc32")
-            }
-        } catch let error as McuMgrError where Self.isUnsupported(error) {
-            type = nil  // Ask for the device's default type.
+            try await close()
+        } catch let error as McuMgrError where error.kind == .device {
+            return
         }
+    }
+
+    /// The device's file length; nil when the device has no status command; 0 when there is no file.
+    private func fileLength(_ remote: String) async throws -> Int? {
+        do {
+            return try await status(name: remote)
+        } catch let error as McuMgrError where error.returnCode == .notSupported {
+            return nil
+        } catch let error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 3) {
+            return 0  // FILE_NOT_FOUND
+        } catch let error as McuMgrError where error.returnCode == .noEntry {
+            return 0  // v1 devices
+        }
+    }
+
+    /// Where an upload of `source` to `remote` can start: the device's length when its bytes are the start
+    /// of `source` (checked with the device's hash of that part), else 0.
+    private func resumableOffset(
+        of remote: String, source: FileUploadSource, knownLength: Int? = nil, hashes: HashChoiceCache
+    ) async throws -> Int {
+        guard source.size > 0 else { return 0 }
+        let length: Int
+        if let knownLength {
+            length = knownLength
+        } else {
+            do {
+                length = try await status(name: remote)
+            } catch let error as McuMgrError where error.kind == .device {
+                return 0  // No such file, or no status command.
+            }
+        }
+        guard length > 0, length <= source.size else { return 0 }
+        guard let type = try await hashes.choice(self) else { return 0 }
+        let response: FileHashResponse
+        do {
+            response = try await hash(name: remote, type: type, length: length)
+        } catch let error as McuMgrError where error.kind == .device {
+            return 0  // Without a hash the device's bytes cannot be checked: start over.
+        }
+        guard let used = response.type ?? type, response.length == length, let deviceDigest = response.outputBytes,
+            let localDigest = try LocalDigest.digest(used, of: PrefixUploadSource(source, length: length))
+        else { return 0 }
+        return localDigest == deviceDigest ? length : 0
+    }
+
+    /// Compares the device's digest of `remote` with `local(type)`.
+    private func verify(
+        remote: String, length: Int, lengthChecked: Bool, hashes: HashChoiceCache,
+        local: (String) throws -> Data?
+    ) async throws -> Verification {
+        let noHash: Verification = lengthChecked ? .length : .skipped("the device offers neither a hash nor a file status")
+        guard let type = try await hashes.choice(self) else { return noHash }
         let response: FileHashResponse
         do {
             response = try await hash(name: remote, type: type)
+        } catch let error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 16) {
+            // FILE_EMPTY: the device has no digest of an empty file.
+            guard length == 0 else {
+                throw McuMgrError(
+                    .protocolViolation,
+                    "verification of \(remote) failed: the device's file is empty, the local one has \(length) bytes; transfer the file again")
+            }
+            return .empty
         } catch let error as McuMgrError where Self.isUnsupported(error) {
-            return .skipped("the device does not support file hashes")
+            return noHash
         }
         guard let used = response.type ?? type, used == "sha256" || used == "crc32" else {
-            return .skipped("the device used an unknown hash type \(response.type ?? "?")")
+            return lengthChecked ? .length : .skipped("the device used an unknown hash type \(response.type ?? "?")")
         }
         guard let deviceDigest = response.outputBytes else {
             throw McuMgrError(.protocolViolation, "file hash: the device's answer has no usable `output`")
@@ -234,7 +453,8 @@ public struct FileSystemManager: Sendable {
                 .protocolViolation,
                 "verification of \(remote) failed: the device's file has \(hashed) bytes, the local one \(length); transfer the file again")
         }
-        guard let localDigest = try local(used) else { return .skipped("no local \(used)") }
+        if length == 0 { return .empty }
+        guard let localDigest = try local(used) else { return noHash }
         guard localDigest == deviceDigest else {
             throw McuMgrError(
                 .protocolViolation,
@@ -244,36 +464,176 @@ public struct FileSystemManager: Sendable {
     }
 
     /// rc 8 (not supported) or FS error 13 (hash type not found).
-    private static func isUnsupported(_ error: McuMgrError) -> Bool {
+    static func isUnsupported(_ error: McuMgrError) -> Bool {
         if error.returnCode == .notSupported { return true }
         if let group = error.groupError, group.group == .fileSystem, group.rc == 13 { return true }
         return false
     }
+
+    static func seconds(_ duration: Duration) -> String {
+        String(format: "%.1f s", duration.seconds)
+    }
 }
 
-/// File upload chunks: `len` on the first; FS error 11 (offset not valid) continues from the device's `len`.
+/// The hash type a device offers, asked once per transfer: sha256, else crc32; `.some(nil)` asks for
+/// the device's default (the device lists no types); nil: the device has none.
+final class HashChoiceCache: Sendable {
+    private enum Known: Sendable {
+        case type(String?)
+        case none
+    }
+    private let cached = LockedState<Known?>(nil)
+
+    func choice(_ manager: FileSystemManager) async throws -> String?? {
+        if let known = cached.withLock({ $0 }) { return Self.value(known) }
+        let found: Known
+        do {
+            let types = try await manager.supportedHashTypes()
+            if types["sha256"] != nil {
+                found = .type("sha256")
+            } else if types["crc32"] != nil {
+                found = .type("crc32")
+            } else {
+                found = .none
+            }
+        } catch let error as McuMgrError where FileSystemManager.isUnsupported(error) {
+            found = .type(nil)  // No list: ask for the device's default type.
+        }
+        cached.withLock { $0 = found }
+        return Self.value(found)
+    }
+
+    private static func value(_ known: Known) -> String?? {
+        switch known {
+        case .type(let name): return .some(name)
+        case .none: return .none
+        }
+    }
+}
+
+/// Limits for a file download.
+public struct FileDownloadConfiguration: Sendable, Hashable {
+    /// The largest file accepted, in bytes: a device that announces more is refused before anything is
+    /// written (default 64 MiB).
+    public var maximumLength: Int
+    /// Give up when no data arrived for this long; requests that timed out or met a busy device are
+    /// repeated until then (default 30 s).
+    public var stallTimeout: Duration
+    /// Give up when the whole download takes longer; nil: no limit.
+    public var deadline: Duration?
+
+    /// Creates a configuration.
+    public init(maximumLength: Int = 64 * 1024 * 1024, stallTimeout: Duration = .seconds(30), deadline: Duration? = nil) {
+        self.maximumLength = max(0, maximumLength)
+        self.stallTimeout = stallTimeout
+        self.deadline = deadline
+    }
+}
+
+/// The bytes of `base` from `start` on.
+struct SuffixUploadSource<Base: UploadSource>: UploadSource {
+    let base: Base
+    let start: Int
+    init(_ base: Base, from start: Int) {
+        self.base = base
+        self.start = start
+    }
+    var size: Int { base.size - start }
+    func read(offset: Int, length: Int) throws -> Data { try base.read(offset: start + offset, length: length) }
+}
+
+/// The first `length` bytes of `base`.
+struct PrefixUploadSource<Base: UploadSource>: UploadSource {
+    let base: Base
+    let size: Int
+    init(_ base: Base, length: Int) {
+        self.base = base
+        self.size = min(length, base.size)
+    }
+    func read(offset: Int, length: Int) throws -> Data { try base.read(offset: offset, length: length) }
+}
+
+/// File upload chunks (Zephyr fs_mgmt): `len` on the chunk at offset 0; FS error 11 (offset not valid)
+/// continues from the device's `len`; an offset outside the file is an error.
 public struct FileUploadTarget: ChunkedUploadTarget {
     /// Absolute path on the device.
     public var name: String
+    /// Where this upload starts in the device's file: 0 for a new file (the chunk at offset 0 carries
+    /// `len` and truncates a closed file), > 0 to append to the `start` bytes the device already holds.
+    public var start: Int
+    /// The whole file's size; nil: `start` plus the uploader's total.
+    public var fileSize: Int?
+    /// The data length of the chunk at offset 0 until its answer is read (the uploader sends that chunk
+    /// alone and waits for it, so the first offset answer read belongs to it).
+    private let firstChunk = LockedState<FirstChunk>(.notSent)
 
-    /// Creates a target.
-    public init(name: String) { self.name = name }
+    private enum FirstChunk {
+        case notSent
+        case sent(length: Int)
+        case answered
+    }
+
+    /// Creates a target; the uploader's offsets count from `start`.
+    public init(name: String, start: Int = 0, fileSize: Int? = nil) {
+        self.name = name
+        self.start = max(0, start)
+        self.fileSize = fileSize
+    }
 
     public func request(offset: Int, data: Data, totalSize: Int) -> FileUploadRequest {
-        FileUploadRequest(name: name, offset: offset, data: data, length: offset == 0 ? totalSize : nil)
+        let size = fileSize ?? (start + totalSize)
+        var fileOffset = start + offset
+        // The uploader sizes chunks from a request with empty data; past `start` the file offsets are
+        // larger than the uploader's, so size with the largest one (its CBOR head is the longest).
+        if start > 0, data.isEmpty { fileOffset = max(fileOffset, size) }
+        if fileOffset == 0, !data.isEmpty {
+            firstChunk.withLock { if case .notSent = $0 { $0 = .sent(length: data.count) } }
+        }
+        return FileUploadRequest(name: name, offset: fileOffset, data: data, length: fileOffset == 0 ? size : nil)
     }
 
     public func deviceOffset(from packet: SMPPacket) throws -> Int {
+        let fileOffset: Int
         if let item = try? CBOR(decoding: packet.payload),
             case .groupError(let error) = SMPResponseStatus(response: item),
-            error.group == .fileSystem, error.rc == 11, let length = item["len"]?.int
+            error.group == .fileSystem, error.rc == 11, let lengthItem = item["len"]
         {
-            return length
+            // The device's offset differs from the chunk's (a lost chunk, or a repeated one whose first
+            // answer was lost): it has closed the file and holds `len` bytes.
+            guard let length = lengthItem.int, length >= 0 else {
+                throw McuMgrError(.protocolViolation, "file upload: the device sent an invalid length (\(lengthItem))")
+            }
+            fileOffset = length
+        } else {
+            let response = try McuMgrClient.decode(
+                FileUploadResponse.self, from: packet, operation: FileUploadRequest.operationName)
+            guard let offset = response.offset else {
+                throw McuMgrError(.protocolViolation, "file upload: the device's answer has no offset (`off`)")
+            }
+            fileOffset = offset
+            // Zephyr appends a repeated offset-0 chunk while the file is open: when the answer to the
+            // first chunk was lost and the chunk was sent again, the device reports more than that chunk.
+            let first = firstChunk.withLock { state -> Int? in
+                guard case .sent(let length) = state else { return nil }
+                state = .answered
+                return length
+            }
+            if let first, offset > first {
+                throw McuMgrError(
+                    .protocolViolation,
+                    "file upload: the device reports \(offset) bytes of \(name) after the first chunk of \(first) bytes (the chunk was written twice: a repeated first chunk is appended to the open file)")
+            }
         }
-        let response = try McuMgrClient.decode(FileUploadResponse.self, from: packet, operation: FileUploadRequest.operationName)
-        guard let offset = response.offset else {
-            throw McuMgrError(.protocolViolation, "file upload: the device's answer has no offset (`off`)")
+        if let fileSize, fileOffset > fileSize {
+            throw McuMgrError(
+                .protocolViolation,
+                "file upload: the device holds \(fileOffset) bytes of \(name), more than the \(fileSize)-byte file (a repeated first chunk was appended to the open file)")
         }
-        return offset
+        guard fileOffset >= start else {
+            throw McuMgrError(
+                .protocolViolation,
+                "file upload: the device holds \(fileOffset) bytes of \(name), fewer than the \(start) this upload continues from (the file changed)")
+        }
+        return fileOffset - start
     }
 }

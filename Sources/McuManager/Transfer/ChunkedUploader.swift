@@ -49,8 +49,8 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         let total = source.size
-        let (messageLimit, deviceDepth) = try await linkLimits()
-        let depth = max(1, configuration.pipelineDepth ?? deviceDepth)
+        let (messageLimit, deviceDepth) = try await linkLimits(total: total)
+        let depth = max(1, deviceDepth)
 
         if total == 0 {
             let request = target.request(offset: 0, data: Data(), totalSize: 0)
@@ -83,135 +83,113 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         _ source: some UploadSource, total: Int, messageLimit: Int, depth: Int,
         progress: TransferProgressHandler?, clock: ContinuousClock, started: ContinuousClock.Instant
     ) async throws -> UploadResult {
-        var planner = SMPUploadPlanner(totalSize: total, window: depth, alignment: configuration.byteAlignment)
-        var firstChunkPending = false
-        var resumedFrom: Int?
-        var baseline = 0
-        var baselineTime = started
-        var consecutiveLosses = 0
-        var stalls = 0
-        var chunksSent = 0
-        var largestChunk = 0
-        var running = 0
         let client = self.client
         let target = self.target
         let configuration = self.configuration
-
         let control = self.control
+        let name = Target.Request.operationName
+        var machine = SMPUploadMachine(
+            total: total,
+            limits: SMPUploadMachine.Limits(
+                depth: depth, alignment: configuration.byteAlignment,
+                chunkLengths: try chunkLengths(total: total, messageLimit: messageLimit),
+                maximumConsecutiveLosses: configuration.maximumTimeoutRetries,
+                maximumBusyRetries: configuration.maximumBusyRetries, busyRetryDelay: configuration.busyRetryDelay,
+                progressTimeout: configuration.chunkTimeout))
+        /// The machine's clock: time since the upload started.
+        func now() -> SMPInstant { SMPInstant(nanoseconds: (clock.now - started).nanosecondsClamped) }
+        var resendsSeen = client.resendCount
+        var baseline = 0
+        var baselineTime = started
+        var lastError: McuMgrError?
+
         // Chunks are submitted one after the other (so they go out in offset order) and their answers
         // come back through one stream, handled here in arrival order: no task per chunk.
         let (answers, sink) = AsyncStream.makeStream(of: (SMPUploadPlanner.Chunk, Result<SMPPacket, McuMgrError>).self)
         var pendingAnswers = answers.makeAsyncIterator()
         var handles: [SMPUploadPlanner.Chunk: McuMgrRequestHandle] = [:]
-        var payloads: [SMPUploadPlanner.Chunk: [UInt8]] = [:]
-        var busyRetries: [SMPUploadPlanner.Chunk: Int] = [:]
-        var maximumLengths: [Int: Int] = [:]
 
-        func submit(_ chunk: SMPUploadPlanner.Chunk, payload: [UInt8]) async throws {
-            let timeout = chunk.offset == 0 ? configuration.firstChunkTimeout : configuration.chunkTimeout
+        func submit(_ chunk: SMPUploadPlanner.Chunk) async throws {
+            let data = try source.read(offset: chunk.offset, length: chunk.length)
+            let payload = try Self.encode(target.request(offset: chunk.offset, data: data, totalSize: total))
+            // Chunks the link loses are resent after the measured round-trip timeout. The chunk at offset 0
+            // may erase a slot for seconds: not resent within `firstChunkResendFloor` (a late copy is
+            // harmless: the device answers it with its offset, or rewrites the same first bytes).
+            let first = chunk.offset == 0
             handles[chunk] = try await client.submit(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
-                payload: payload, timeout: timeout, name: Target.Request.operationName
+                payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
+                resendFloor: first ? Self.firstChunkResendFloor : nil, name: name
             ) { result in sink.yield((chunk, result)) }
-            payloads[chunk] = payload
-            running += 1
+        }
+
+        /// Runs the machine's actions; true once it says the upload is finished.
+        func execute(_ actions: [SMPUploadMachine.Action]) async throws -> Bool {
+            var finished = false
+            for action in actions {
+                switch action {
+                case .send(let chunk):
+                    try await submit(chunk)
+                case .sendAgain(let chunk, let delay):
+                    try await Task.sleep(for: delay)
+                    try await submit(chunk)
+                case .progress(let confirmed):
+                    let elapsed = (clock.now - baselineTime).seconds
+                    let rate = elapsed > 0 ? Double(confirmed - baseline) / elapsed : 0
+                    progress?(TransferProgress(bytesTransferred: confirmed, totalBytes: total, bytesPerSecond: max(0, rate)))
+                case .resumed(let offset):
+                    baseline = offset
+                    baselineTime = clock.now
+                    control?.reportResumed(offset: offset, total: total)
+                case .window(let window):
+                    client.logger.debug("upload: \(window)")
+                case .finished:
+                    finished = true
+                case .fail(let failure):
+                    switch failure {
+                    case .lostInARow, .noAnswer:
+                        throw McuMgrError(.timeout, (lastError.map { $0.message + " " } ?? "") + "\(name): \(failure).")
+                    case .lossy:
+                        throw McuMgrError(.timeout, "\(client.transport.name): \(failure).")
+                    default:
+                        throw McuMgrError(.protocolViolation, "\(name): \(failure)")
+                    }
+                }
+            }
+            return finished
         }
 
         do {
             while true {
                 try Task.checkCancellation()
                 // Paused: let the chunks in flight drain, then hold until resumed.
-                if let control, control.isPaused, running == 0 {
+                if let control, control.isPaused, machine.inFlightCount == 0 {
                     await control.waitWhilePaused()
                     try Task.checkCancellation()
                 }
-                // Fill the window; the chunk at offset 0 goes alone.
-                while !firstChunkPending, control?.isPaused != true {
-                    let offset = planner.nextOffset
-                    guard offset < total, planner.inFlight.count < depth else { break }
-                    // The request's size without data depends only on whether it is the first chunk and on
-                    // the size of the offset's CBOR head: computed once per kind.
-                    let sizeKey = offset == 0 ? 0 : CBORWriter.headSize(argument: UInt64(offset))
-                    let maximum: Int
-                    if let known = maximumLengths[sizeKey] {
-                        maximum = known
-                    } else {
-                        maximum = try maximumDataLength(at: offset, total: total, messageLimit: messageLimit)
-                        maximumLengths[sizeKey] = maximum
-                    }
-                    guard let chunk = planner.nextChunk(maximumLength: maximum) else { break }
-                    let data = try source.read(offset: chunk.offset, length: chunk.length)
-                    let payload = try Self.encode(target.request(offset: chunk.offset, data: data, totalSize: total))
-                    if chunk.offset == 0 { firstChunkPending = true }
-                    chunksSent += 1
-                    largestChunk = max(largestChunk, chunk.length)
-                    try await submit(chunk, payload: payload)
-                }
-                if planner.isComplete { break }
-                if running == 0, control?.isPaused == true { continue }
-                guard running > 0 else {
-                    throw McuMgrError(
-                        .protocolViolation,
-                        "\(Target.Request.operationName) stalled at offset \(planner.confirmedOffset) of \(total); retry the upload")
-                }
+                if try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { break }
+                if machine.inFlightCount == 0 { continue }  // paused with nothing in flight
                 guard let (chunk, result) = await pendingAnswers.next() else { throw CancellationError() }
-                running -= 1
                 handles[chunk] = nil
-                let payload = payloads.removeValue(forKey: chunk)
-                let confirmedBefore = planner.confirmedOffset
+                let actions: [SMPUploadMachine.Action]
                 switch result {
                 case .success(let packet):
-                    let deviceOffset: Int
                     do {
-                        deviceOffset = try target.deviceOffset(from: packet)
+                        let deviceOffset = try target.deviceOffset(from: packet)
+                        // A resend since the previous answer means the link lost something.
+                        let resends = client.resendCount
+                        actions = machine.answered(chunk, deviceOffset: deviceOffset, linkResent: resends > resendsSeen, now: now())
+                        resendsSeen = resends
                     } catch let error as McuMgrError where error.returnCode == .busy {
-                        // Busy: send the same chunk again after a pause.
-                        let count = (busyRetries[chunk] ?? 0) + 1
-                        busyRetries[chunk] = count
-                        guard count <= configuration.maximumBusyRetries, let payload else { throw error }
-                        try await Task.sleep(for: configuration.busyRetryDelay)
-                        try await submit(chunk, payload: payload)
-                        continue
-                    }
-                    busyRetries[chunk] = nil
-                    if chunk.offset == 0 {
-                        firstChunkPending = false
-                        if resumedFrom == nil {
-                            resumedFrom = deviceOffset == chunk.end ? 0 : deviceOffset
-                            baseline = resumedFrom ?? 0
-                            baselineTime = clock.now
-                            if let resumedFrom, resumedFrom > 0 { control?.reportResumed(offset: resumedFrom, total: total) }
-                        }
-                    }
-                    consecutiveLosses = 0
-                    if case .invalidOffset(let bad) = planner.acknowledge(chunk, deviceOffset: deviceOffset) {
-                        throw McuMgrError(
-                            .protocolViolation,
-                            "\(Target.Request.operationName): the device reported offset \(bad), outside the \(total)-byte upload; reset the device and retry")
+                        actions = machine.busy(chunk)
                     }
                 case .failure(let error) where error.kind == .timeout:
-                    if chunk.offset == 0 { firstChunkPending = false }
-                    consecutiveLosses += 1
-                    if consecutiveLosses > configuration.maximumTimeoutRetries { throw error }
-                    planner.chunkLost(chunk)
+                    lastError = error
+                    actions = machine.lost(chunk, now: now())
                 case .failure(let error):
                     throw error
                 }
-                if planner.confirmedOffset > confirmedBefore {
-                    stalls = 0
-                    let elapsed = (clock.now - baselineTime).seconds
-                    let rate = elapsed > 0 ? Double(planner.confirmedOffset - baseline) / elapsed : 0
-                    progress?(
-                        TransferProgress(
-                            bytesTransferred: planner.confirmedOffset, totalBytes: total, bytesPerSecond: max(0, rate)))
-                } else {
-                    stalls += 1
-                    if stalls > 8 + 4 * depth {
-                        throw McuMgrError(
-                            .protocolViolation,
-                            "\(Target.Request.operationName) makes no progress: the device keeps answering offset \(planner.confirmedOffset); reset the device and retry")
-                    }
-                }
+                if try await execute(actions) { break }
             }
         } catch {
             // Abandon what is still in flight.
@@ -221,31 +199,76 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         }
         sink.finish()
         return UploadResult(
-            totalBytes: total, resumedFrom: resumedFrom ?? 0, chunkSize: largestChunk, pipelineDepth: depth,
-            chunksSent: chunksSent, duration: clock.now - started)
+            totalBytes: total, resumedFrom: machine.resumedFrom ?? 0, chunkSize: machine.largestChunk, pipelineDepth: depth,
+            chunksSent: machine.chunksSent, duration: clock.now - started)
     }
 
-    /// The device's message limit and pipelining depth (from OS params; MTU and 1 when unsupported).
-    private func linkLimits() async throws -> (messageLimit: Int, depth: Int) {
-        let mtu = client.transport.mtu
-        if let bufferSize = configuration.deviceBufferSize, let depth = configuration.pipelineDepth {
-            let limit = bufferSize > SMPHeader.size ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
-            return (limit, max(1, depth))
+    /// The data lengths that fit one request: at offset 0 and for each size of the offset's CBOR head.
+    private func chunkLengths(total: Int, messageLimit: Int) throws -> SMPUploadMachine.ChunkLengths {
+        var byHeadSize: [Int: Int] = [:]
+        for offset in [1, 24, 256, 65_536, 1 << 32] where offset < max(total, 2) {
+            byHeadSize[CBORWriter.headSize(argument: UInt64(offset))] = try maximumDataLength(
+                at: offset, total: total, messageLimit: messageLimit)
         }
-        do {
-            let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
-            // The transport knows what the link spends of the device's buffer (serial: length + CRC).
-            let bufferSize = configuration.deviceBufferSize ?? parameters.bufferSize
-            let limit =
-                bufferSize > SMPHeader.size
-                ? client.transport.maximumPacketSize(deviceBufferSize: bufferSize) : mtu
-            return (limit, max(1, parameters.bufferCount - 1))
-        } catch let error as McuMgrError where error.kind == .device {
-            if let bufferSize = configuration.deviceBufferSize, bufferSize > SMPHeader.size {
-                return (client.transport.maximumPacketSize(deviceBufferSize: bufferSize), 1)
+        return SMPUploadMachine.ChunkLengths(
+            first: try maximumDataLength(at: 0, total: total, messageLimit: messageLimit), byOffsetHeadSize: byHeadSize)
+    }
+
+    /// Uploads of at least this many bursts at the starting console line limits are worth probing the
+    /// link for longer lines and bursts first (a probe the device does not answer costs a few round trips).
+    static var probeThresholdBursts: Int { 16 }
+
+    /// The first chunk is not resent sooner than this: erasing a slot takes the device a while.
+    static var firstChunkResendFloor: Duration { .seconds(2) }
+
+    /// The device's message limit and pipelining depth: the link's limits (`LinkLimits`), refined by the
+    /// device's buffers (`os params`; without them one request at a time) and, on a serial console, by
+    /// probing the line buffers when the upload is long enough to gain from it.
+    private func linkLimits(total: Int) async throws -> (messageLimit: Int, depth: Int) {
+        let transport = client.transport
+        var bufferSize = configuration.deviceBufferSize
+        var bufferCount: Int?
+        if bufferSize == nil || configuration.pipelineDepth == nil {
+            do {
+                let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
+                bufferSize = bufferSize ?? parameters.bufferSize
+                bufferCount = parameters.bufferCount
+            } catch let error as McuMgrError where error.kind == .device {
+                // Older firmware: no parameters. Zephyr's default buffer is assumed for probing only.
             }
-            return (mtu, 1)
         }
+        if bufferSize == nil {
+            // No parameters: find the largest request the device answers instead of guessing. A console
+            // sends frames longer than its line buffers in paced bursts, so only the SMP buffer bounds it.
+            let overhead = transport.mtu - transport.maximumPacketSize(deviceBufferSize: transport.mtu)
+            let ceiling = transport is any McuMgrConsoleLineTransport ? LinkProbe.commonBufferSizes[0] - overhead : transport.mtu
+            let answered = await LinkProbe.largestAnsweredPacket(
+                client: client, ceiling: ceiling, overhead: overhead, logger: client.logger)
+            bufferSize = answered + overhead
+        }
+        if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe {
+            let burst = max(1, console.currentConsoleLines.largestPacketPerBurst - 32)
+            if total >= Self.probeThresholdBursts * burst {
+                await LinkProbe.run(client: client, transport: console, deviceBufferSize: bufferSize, logger: client.logger)
+            }
+        }
+        var limits = transport.linkLimits
+        if let bufferSize, bufferSize > SMPHeader.size {
+            // The transport knows what the link spends of the device's buffer (serial: length and CRC).
+            limits.maximumPacketSize = transport.maximumPacketSize(deviceBufferSize: bufferSize)
+            limits.deviceBufferSize = bufferSize
+        }
+        if let bufferCount {
+            limits.deviceBufferCount = bufferCount
+            limits.framesInFlight = min(limits.framesInFlight, max(1, bufferCount - 1))
+        } else {
+            limits.framesInFlight = 1
+        }
+        client.logger.debug("link: \(limits)")
+        // What the link holds (a serial console: one frame unless `window=` says more) bounds a depth
+        // asked for, too.
+        let depth = min(configuration.pipelineDepth ?? limits.framesInFlight, transport.linkLimits.framesInFlight)
+        return (limits.maximumPacketSize, depth)
     }
 
     /// The largest data length for a chunk at `offset`, from the request encoded with empty data.

@@ -33,8 +33,31 @@ public protocol McuMgrTransport: AnyObject, Sendable {
 
     /// The largest SMP packet to send to a device whose SMP buffer (`buf_size`) is `deviceBufferSize`.
     func maximumPacketSize(deviceBufferSize: Int) -> Int
+
+    /// What the link carries now, before the device's own buffers are known: the starting value built from
+    /// the transport's configuration, or what probing taught it since.
+    var linkLimits: LinkLimits { get }
 }
 
 extension McuMgrTransport {
     public func maximumPacketSize(deviceBufferSize: Int) -> Int { min(mtu, deviceBufferSize) }
+
+    /// The packet limit is the MTU; the window ceiling is the session's (devices refine it with `buf_count`).
+    public var linkLimits: LinkLimits {
+        LinkLimits(maximumPacketSize: mtu, framesInFlight: max(sessionDefaults.window, 255))
+    }
+}
+
+/// A transport over a serial console whose line limits can be learned from the device (`LinkProbe`).
+public protocol McuMgrConsoleLineTransport: McuMgrTransport {
+    /// The console line limits in force.
+    var currentConsoleLines: LinkLimits.ConsoleLines { get }
+    /// Whether there is something to learn: the user did not fix the limits and no probe ran yet.
+    var needsConsoleProbe: Bool { get }
+    /// Adopts limits learned from the device; `final` ends probing for this transport.
+    func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool)
+    /// The pause between bursts of lines of one frame.
+    var lineGap: Duration { get }
+    /// Where limits learned on earlier connections are kept; nil to probe every time.
+    var consoleLineMemory: ConsoleLineMemory? { get }
 }

@@ -67,6 +67,9 @@ public struct FirmwareUpgradeSummary: Sendable, Hashable {
     public var didReset: Bool
     /// Facts worth telling the user (e.g. "testOnly behaves like confirm on overwrite-only").
     public var notes: [String]
+    /// Whether the device was in MCUboot's serial recovery: the images went to their primary slot (slot 0),
+    /// without test or confirm.
+    public var serialRecovery: Bool = false
 
     public init(
         mode: FirmwareUpgradeMode, bootloaderMode: BootloaderModeKind, uploadedImages: [Int] = [],

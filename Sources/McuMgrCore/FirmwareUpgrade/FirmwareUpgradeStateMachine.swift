@@ -124,6 +124,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private var retriesLeft: Int
     private var lastRequest: Action?
     private var lastNow: SMPInstant = .zero
+    /// The device answered from MCUboot's serial recovery (see `isSerialRecovery`).
+    private var serialRecovery = false
 
     /// A machine for these images (upload order: as given).
     public init(images: [FirmwareUpgradeImage], configuration: FirmwareUpgradeConfiguration = .init()) {
@@ -137,6 +139,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     /// The bootloader mode in use (from the device, the configuration, or unknown).
     public var bootloaderMode: BootloaderModeKind { mode }
+
+    /// Whether the device answered from MCUboot's serial recovery: no application runs, so it reports no
+    /// bootloader info (rc 8) and no active slot (an empty image list when it holds no image). The images then go to their primary slot (slot 0
+    /// of image 0), without test or confirm (MCUboot has neither: ENOTSUP), and a reset boots them.
+    public var isSerialRecovery: Bool { serialRecovery }
 
     // MARK: - Events
 
@@ -508,6 +515,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func validate(_ slots: [DeviceImageSlot]) {
+        if !slots.contains(where: \.active), !serialRecovery, !flow.suit, configuration.bootloaderMode == nil,
+            bootloaderName == nil, mode == .unknown
+        {
+            enterSerialRecovery()
+        }
         var plan: [Target] = []
         skipped = []
         var numbers: [Int] = []
@@ -515,6 +527,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         for number in numbers {
             let candidates = images.filter { $0.image == number }
             let listed = slots.filter { $0.image == number }
+            if serialRecovery {
+                // MCUboot writes the primary slot; an image already there needs only the reset that boots it.
+                let image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
+                let present = listed.contains { $0.slot == 0 && $0.hash == image.hash }
+                if present { skipped.append(number) }
+                plan.append(Target(image: image, needsUpload: !present, write: nil, needsReset: true))
+                continue
+            }
             let active = Self.runningSlot(in: listed)
             // Already running?
             if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
@@ -611,6 +631,20 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
     }
 
+    /// An application always flags the slot it runs from `active`; MCUboot's serial recovery lists its
+    /// slots without that flag (an empty list when it holds no image, as the mps2 build without its
+    /// application) and has no bootloader info: upload to the primary slot, no state writes, reset.
+    private mutating func enterSerialRecovery() {
+        serialRecovery = true
+        flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+        notes.append("the device answers from MCUboot's serial recovery (no application runs: no bootloader info, "
+            + "no active slot): the image goes to slot 0 (the primary slot) with no test or confirm, which "
+            + "MCUboot does not have; the reset boots it")
+        if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
+            notes.append("serial recovery cannot test-boot an image: the new image is permanent once it boots")
+        }
+    }
+
     private var wantsConfirm: Bool {
         configuration.upgradeMode == .confirmOnly || configuration.upgradeMode == .testAndConfirm
     }
@@ -650,7 +684,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return
         }
         if configuration.upgradeMode == .uploadOnly || flow.suit {
-            if flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
+            if serialRecovery, configuration.upgradeMode == .uploadOnly {
+                notes.append("the device stays in serial recovery until it is reset (`smp os reset`), then boots the new image")
+            } else if flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
                 notes.append("the device stays in its firmware loader until it is reset (`smp os reset`), then runs the new image")
             }
             succeed()
@@ -691,6 +727,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func verify(_ slots: [DeviceImageSlot]) {
+        if serialRecovery, slots.isEmpty, case .verifying(let deadline, _) = state {
+            // Still (or again) in serial recovery: MCUboot has not booted the image yet, or refused it.
+            if lastNow < deadline {
+                let at = min(lastNow + configuration.retryInterval, deadline)
+                state = .verifying(deadline: deadline, retryAt: at)
+                out.append(.waitUntil(at))
+            } else {
+                fail("the device is still in MCUboot's serial recovery after the reset (an empty image list): MCUboot did "
+                    + "not boot the new image. Check that it is signed with the key MCUboot expects and built for this board")
+            }
+            return
+        }
         var toConfirm: [[UInt8]] = []
         for target in targets where target.needsReset {
             let number = target.image.image
@@ -775,9 +823,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     private mutating func succeed() {
         let uploaded = targets.filter(\.needsUpload).map(\.image.image)
-        let summary = FirmwareUpgradeSummary(
+        var summary = FirmwareUpgradeSummary(
             mode: configuration.upgradeMode, bootloaderMode: mode, uploadedImages: uploaded,
             skippedImages: skipped, didReset: didReset, notes: notes)
+        summary.serialRecovery = serialRecovery
         go(.success)
         out.append(.finished(summary))
     }

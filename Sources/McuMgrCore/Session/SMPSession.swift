@@ -9,8 +9,15 @@ public struct SMPRequestID: Sendable, Hashable, CustomStringConvertible {
 public struct SMPSessionConfiguration: Sendable, Hashable {
     /// Most requests in flight at once (pipelining). 1 means stop-and-wait.
     public var window: Int
-    /// Resend a request that got no answer after this long; nil on reliable links (serial, BLE).
+    /// Resend a request that got no answer after this fixed interval; nil derives the interval from
+    /// measured round trips when `adaptiveRetransmit` is on, and never resends otherwise.
     public var retransmitInterval: Duration?
+    /// Resend unanswered requests after a timeout measured from round trips (smoothed RTT + 4 x
+    /// variation, doubled on each resend, never below `retransmitFloor`), as TCP does. Serial links lose
+    /// frames to CRC errors and full line buffers, datagram links lose datagrams.
+    public var adaptiveRetransmit: Bool
+    /// The smallest adaptive resend timeout: above the device's scheduling tick and a busy handler.
+    public var retransmitFloor: Duration
     /// Most resends of one request before it can only time out.
     public var maximumRetransmits: Int
     /// The version new requests start with.
@@ -19,11 +26,14 @@ public struct SMPSessionConfiguration: Sendable, Hashable {
     public var versionFallback: Bool
 
     public init(
-        window: Int = 1, retransmitInterval: Duration? = nil, maximumRetransmits: Int = 5,
+        window: Int = 1, retransmitInterval: Duration? = nil, adaptiveRetransmit: Bool = false,
+        retransmitFloor: Duration = .milliseconds(250), maximumRetransmits: Int = 5,
         version: SMPVersion = .v2, versionFallback: Bool = true
     ) {
         self.window = max(1, window)
         self.retransmitInterval = retransmitInterval
+        self.adaptiveRetransmit = adaptiveRetransmit
+        self.retransmitFloor = retransmitFloor
         self.maximumRetransmits = maximumRetransmits
         self.version = version
         self.versionFallback = versionFallback
@@ -76,6 +86,8 @@ public struct SMPSession: Sendable {
         case ignoredPacket(length: Int, reason: String)
         /// The session switched SMP version.
         case versionChanged(SMPVersion)
+        /// A request was sent again (`attempt` counts resends) after `after` without an answer.
+        case retransmitted(sequence: UInt8, attempt: Int, after: Duration)
     }
 
     private struct Request: Sendable {
@@ -85,6 +97,8 @@ public struct SMPSession: Sendable {
         var command: McuMgrCommand
         var payload: [UInt8]
         var timeout: Duration
+        var retransmittable: Bool
+        var resendFloor: Duration?
         var version: SMPVersion
         var sequence: UInt8 = 0
         var sentAt: SMPInstant = .zero
@@ -109,6 +123,8 @@ public struct SMPSession: Sendable {
     private var nextSequence: UInt8
     private var inFlight: [UInt8: Request] = [:]
     private var queue: [Request] = []
+    /// Round trips measured on this link; the adaptive resend timeout.
+    public private(set) var roundTrips: RoundTripEstimator
     /// Notices since the last `takeNotices()`.
     public private(set) var notices: [Notice] = []
 
@@ -116,6 +132,12 @@ public struct SMPSession: Sendable {
         self.configuration = configuration
         self.version = configuration.version
         self.nextSequence = initialSequence
+        self.roundTrips = RoundTripEstimator(floor: configuration.retransmitFloor)
+    }
+
+    /// How long the request with this sequence number has been on the link; nil when none is in flight.
+    public func elapsed(sequence: UInt8, now: SMPInstant) -> Duration? {
+        inFlight[sequence].map { now - $0.sentAt }
     }
 
     /// Requests sent and not yet answered.
@@ -146,14 +168,17 @@ public struct SMPSession: Sendable {
     }
 
     /// Submits a request. It is sent at once when the window has room, else queued.
-    /// `timeout` counts from when it goes on the link.
+    /// `timeout` counts from when it goes on the link. A request that must never reach the device twice
+    /// passes `retransmittable: false`; one the device may legitimately work on for long (the chunk that
+    /// erases a slot) passes a `resendFloor`: no resend sooner than that.
     public mutating func submit(
         _ id: SMPRequestID, operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand,
-        payload: [UInt8], timeout: Duration, now: SMPInstant
+        payload: [UInt8], timeout: Duration, retransmittable: Bool = true, resendFloor: Duration? = nil,
+        now: SMPInstant
     ) -> [Action] {
         let request = Request(
             id: id, operation: operation, group: group, command: command, payload: payload,
-            timeout: timeout, version: version)
+            timeout: timeout, retransmittable: retransmittable, resendFloor: resendFloor, version: version)
         queue.append(request)
         return drainQueue(now: now)
     }
@@ -204,6 +229,8 @@ public struct SMPSession: Sendable {
             return []
         }
         inFlight[header.sequence] = nil
+        // Karn's rule: only answers to requests sent once measure the round trip.
+        if request.retransmits == 0 { roundTrips.record(now - request.sentAt) }
 
         if configuration.versionFallback {
             // A short payload may be a version complaint: {"rc": 12|13}.
@@ -229,6 +256,22 @@ public struct SMPSession: Sendable {
         return [.complete(request.id, packet)] + drainQueue(now: now)
     }
 
+    /// The link had to discard a frame (a CRC error, a cut line): most likely the answer to the oldest
+    /// request in flight. It is resent at once instead of after its timeout (a duplicate answer, should
+    /// the discarded frame have been something else, is ignored by sequence number).
+    public mutating func answerLost(now: SMPInstant) -> [Action] {
+        guard let (sequence, oldest) = inFlight.min(by: { $0.value.sentAt < $1.value.sentAt }),
+            oldest.retransmittable, oldest.retransmits < configuration.maximumRetransmits,
+            configuration.adaptiveRetransmit || configuration.retransmitInterval != nil
+        else { return [] }
+        var request = oldest
+        request.retransmits += 1
+        notices.append(.retransmitted(sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
+        request.retransmitAt = nextRetransmit(for: request, now: now)
+        inFlight[sequence] = request
+        return [.send(request.id, request.packet)]
+    }
+
     /// Time passed: times out and retransmits requests whose deadlines are due.
     public mutating func tick(now: SMPInstant) -> [Action] {
         var actions: [Action] = []
@@ -241,6 +284,7 @@ public struct SMPSession: Sendable {
             }
             if let at = request.retransmitAt, now >= at {
                 request.retransmits += 1
+                notices.append(.retransmitted(sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
                 request.retransmitAt = nextRetransmit(for: request, now: now)
                 inFlight[sequence] = request
                 actions.append(.send(request.id, request.packet))
@@ -258,9 +302,16 @@ public struct SMPSession: Sendable {
     }
 
     private func nextRetransmit(for request: Request, now: SMPInstant) -> SMPInstant? {
-        guard let interval = configuration.retransmitInterval,
-            request.retransmits < configuration.maximumRetransmits
-        else { return nil }
+        guard request.retransmittable, request.retransmits < configuration.maximumRetransmits else { return nil }
+        var interval: Duration
+        if let fixed = configuration.retransmitInterval {
+            interval = fixed
+        } else if configuration.adaptiveRetransmit {
+            interval = roundTrips.timeout(attempt: request.retransmits + 1)
+        } else {
+            return nil
+        }
+        if let floor = request.resendFloor, interval < floor { interval = floor }
         let at = now + interval
         return at < request.deadline ? at : nil
     }

@@ -107,6 +107,9 @@ public final class SimulatedDevice: @unchecked Sendable {
         withState { _ in resetObservers[token] = nil }
     }
 
+    /// `buf_size` of what runs now (the application's, or serial recovery's).
+    public var currentBufferSize: Int { withState { $0.bufferSize } }
+
     /// What the device runs now (application, serial recovery, firmware loader).
     public var runMode: SimulatedRunMode { withState { $0.runMode } }
 
@@ -155,8 +158,16 @@ public final class SimulatedDevice: @unchecked Sendable {
         }
     }
 
-    /// A file's contents, nil if there is no such file.
-    public func file(_ path: String) -> [UInt8]? { withState { $0.files.contents(of: path) } }
+    /// A file's contents, nil if there is no such file. A file open for an upload shows what has been
+    /// written so far, committed or not (the device itself reports the committed size until it closes).
+    public func file(_ path: String) -> [UInt8]? {
+        withState { state in
+            if let transfer = state.files.transfer, transfer.kind == .upload, transfer.path == path {
+                return transfer.working
+            }
+            return state.files.contents(of: path)
+        }
+    }
 
     /// Creates or replaces a file.
     public func setFile(_ path: String, _ contents: [UInt8]) { withState { $0.files.write(path, contents) } }

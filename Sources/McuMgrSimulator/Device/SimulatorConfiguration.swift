@@ -1,5 +1,6 @@
 /// How a `SimulatedDevice` is built and behaves. Defaults model a Zephyr `smp_svr` sample with MCUboot
-/// in swap-using-scratch mode, SMP v1 and v2, and a LittleFS mount at `/lfs`.
+/// in swap-using-scratch mode, SMP v1 and v2, and a LittleFS mount at `/lfs1` of four 4 KiB blocks (as the
+/// sample's native_sim builds in ../shared/firmware).
 public struct SimulatorConfiguration: Sendable {
     /// Which SMP versions the server understands (PROTOCOL.md 1.3).
     public enum ProtocolSupport: Sendable, Hashable {
@@ -16,6 +17,11 @@ public struct SimulatorConfiguration: Sendable {
     public var bufferSize: Int = 2048
     /// `buf_count`: SMP buffers shared by requests and responses.
     public var bufferCount: Int = 4
+    /// The groups the build has, in the order it registers them (enumeration lists them so); nil = every
+    /// group the simulator serves, by id. Requests to other groups get `rc 8`.
+    public var enabledGroups: [UInt16]? = nil
+    /// Commands the build lacks (group → command ids): `rc 8`, as for unknown commands.
+    public var disabledCommands: [UInt16: Set<UInt8>] = [:]
     public var protocolSupport: ProtocolSupport = .v1AndV2
     /// Emit maps and arrays with indefinite lengths (`0xBF…0xFF`) like non-canonical zcbor.
     public var indefiniteLengthMaps: Bool = false
@@ -61,6 +67,10 @@ public struct SimulatorConfiguration: Sendable {
     /// Allow confirming the primary slot of a non-active image
     /// (`CONFIG_MCUMGR_GRP_IMG_ALLOW_CONFIRM_NON_ACTIVE_IMAGE_ANY`); otherwise IMG err 32.
     public var allowConfirmNonActiveImageAny: Bool = false
+    /// Allow erasing a secondary slot marked for test or permanent before the reset
+    /// (`CONFIG_MCUMGR_GRP_IMG_ALLOW_ERASE_PENDING`, default y in Zephyr's img_mgmt Kconfig); a slot a
+    /// revert would boot stays refused (IMG err 9). Off: pending slots are refused too.
+    public var allowErasePending: Bool = true
 
     // Reset.
     /// Time between answering a reset and the reboot (`CONFIG_MCUMGR_GRP_OS_RESET_MS`).
@@ -75,14 +85,25 @@ public struct SimulatorConfiguration: Sendable {
     public var initialUnixTime: Int64? = nil
 
     // File system.
-    /// The mount point; paths must start with it.
-    public var mountPoint: String = "/lfs"
+    /// The mount point; paths must start with it (Zephyr's smp_svr sample mounts LittleFS at `/lfs1`).
+    public var mountPoint: String = "/lfs1"
     /// Files present at start (absolute paths under `mountPoint`).
     public var initialFiles: [String: [UInt8]] = [
-        "/lfs/settings.txt": Array("boot_count=1\nname=zephyr-sim\n".utf8),
-        "/lfs/hello.txt": Array("Hello from the simulated device!\n".utf8),
+        "/lfs1/settings.txt": Array("boot_count=1\nname=zephyr-sim\n".utf8),
+        "/lfs1/hello.txt": Array("Hello from the simulated device!\n".utf8),
     ]
-    /// Largest file-download chunk (`CONFIG_MCUMGR_GRP_FS_DL_CHUNK_SIZE`); nil = what fits `bufferSize`.
+    /// LittleFS block size in bytes.
+    public var fileSystemBlockSize: Int = 4096
+    /// LittleFS blocks (two go to the root directory); a write beyond the free blocks fails with FS err
+    /// 10 (FILE_WRITE_FAILED). Nil = unlimited. The default 4 x 4 KiB is the shared native_sim builds'
+    /// file system: one file of up to 8188 bytes, or two of up to 4096.
+    public var fileSystemBlockCount: Int? = 4
+    /// A file left open by an upload or download is closed (and committed) after this much idle time
+    /// (`CONFIG_MCUMGR_GRP_FS_FILE_AUTOMATIC_IDLE_CLOSE_TIME`; between 3 and 4.5 s measured on
+    /// native_sim_udp 4.4.0).
+    public var fileIdleCloseTime: Duration = .seconds(4)
+    /// Largest file-download chunk (`CONFIG_MCUMGR_GRP_FS_DL_CHUNK_SIZE`); nil = Zephyr's default,
+    /// `bufferSize` - 44 (2004 bytes at buf_size 2048, measured on native_sim_udp 4.4.0).
     public var downloadChunkSize: Int? = nil
 
     // Settings.
@@ -95,6 +116,12 @@ public struct SimulatorConfiguration: Sendable {
     public var settingsValueLimit: Int = 256
     /// Longest settings key (`CONFIG_MCUMGR_GRP_SETTINGS_NAME_LEN`); longer → settings err 2.
     public var settingsNameLimit: Int = 64
+    /// The settings subtrees with a registered handler (the part before the first `/`); nil = any key is
+    /// accepted. Reading or writing a key under another root is ROOT_KEY_NOT_FOUND (settings err 5) and
+    /// deleting one KEY_NOT_FOUND (3), as on native_sim_udp 4.4.0, which registers none.
+    public var settingsRoots: Set<String>? = nil
+    /// `settings save` fails with SAVE_FAILED (settings err 8), as on native_sim_udp 4.4.0.
+    public var settingsSaveFails: Bool = false
 
     public init() {}
 
@@ -121,5 +148,65 @@ public struct SimulatorConfiguration: Sendable {
     public var v1Only: Bool {
         get { protocolSupport == .v1Only }
         set { protocolSupport = newValue ? .v1Only : .v1AndV2 }
+    }
+
+    /// Whether the build serves a group and command (before the operation is checked).
+    func serves(group: UInt16, command: UInt8) -> Bool {
+        if let enabledGroups, !enabledGroups.contains(group) { return false }
+        return !(disabledCommands[group]?.contains(command) ?? false)
+    }
+}
+
+/// The shared Zephyr 4.4.0 smp_svr builds in ../shared/firmware, as simulator configurations.
+public enum ZephyrBuild: String, Sendable, CaseIterable {
+    /// `native_sim_serial.exe`: console serial, 4 x 384-byte SMP buffers, 2 x 128-byte line buffers.
+    case nativeSimSerial = "native_sim_serial"
+    /// `native_sim_serial_fs.exe`: 4 x 1024-byte SMP buffers, 4 x 512-byte line buffers; os stat fs enum.
+    case nativeSimSerialFS = "native_sim_serial_fs"
+    /// `native_sim_udp.exe`: UDP, 2 x 2048-byte SMP buffers.
+    case nativeSimUDP = "native_sim_udp"
+
+    /// Its SMP buffers (`os params`), line buffers (serial builds) and groups, measured: no image group
+    /// (no MCUboot), no memory-pool statistics, date-time or bootloader info in the OS group,
+    /// indefinite-length maps in every answer, an empty LittleFS of four 4 KiB blocks at /lfs1.
+    public var configuration: SimulatorConfiguration {
+        var configuration = SimulatorConfiguration()
+        switch self {
+        case .nativeSimSerial:
+            configuration.bufferSize = 384
+            configuration.bufferCount = 4
+            configuration.enabledGroups = [10, 8, 0, 3, 9, 2, 63]
+        case .nativeSimSerialFS:
+            configuration.bufferSize = 1024
+            configuration.bufferCount = 4
+            configuration.enabledGroups = [10, 8, 0, 2]
+        case .nativeSimUDP:
+            configuration.bufferSize = 2048
+            configuration.bufferCount = 2
+            configuration.enabledGroups = [10, 8, 0, 3, 9, 2, 63]
+        }
+        configuration.disabledCommands = [0: [1, 3, 4, 8]]
+        configuration.indefiniteLengthMaps = true
+        configuration.initialFiles = [:]
+        configuration.initialSettings = [:]
+        configuration.settingsRoots = []
+        configuration.settingsSaveFails = true
+        configuration.boardName = "native_sim/native"
+        configuration.kernelVersion = "4.4.0"
+        configuration.machine = "posix"
+        configuration.processor = "x86"
+        configuration.hostname = "unknown"
+        return configuration
+    }
+
+    /// Its serial receive line buffers (size, count); nil for UDP.
+    public var receiveLineBuffers: (size: Int, count: Int)? {
+        switch self {
+        case .nativeSimSerial: return (128, 2)
+        // Measured: 4 one-line frames back to back are all answered (so at least 4 line buffers; with
+        // 5 the real device stopped answering in our probe), lines of 511 bytes taken, 515 dropped.
+        case .nativeSimSerialFS: return (512, 4)
+        case .nativeSimUDP: return nil
+        }
     }
 }

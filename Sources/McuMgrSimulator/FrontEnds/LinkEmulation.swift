@@ -45,4 +45,11 @@ extension SimulatedDevice {
         guard !isRebooting(at: now) else { return nil }
         return handle(request, now: now)
     }
+
+    /// The responses to the requests in a datagram, one datagram each; none while rebooting.
+    func responsesUnlessRebooting(_ packet: [UInt8]) -> [[UInt8]] {
+        let now = SystemClock.monotonicNow()
+        guard !isRebooting(at: now) else { return [] }
+        return responses(to: packet, now: now)
+    }
 }

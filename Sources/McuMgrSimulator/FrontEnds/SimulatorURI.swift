@@ -7,7 +7,7 @@ public enum SimulatorURI {
     /// Options a `sim:` URI accepts.
     public static let options: Set<String> = [
         "buf_size", "buf_count", "v1", "indefinite", "images", "latency", "mode", "suit", "swap_time",
-        "no_downgrade",
+        "no_downgrade", "fs_blocks",
     ]
 
     /// One line per option, for help texts.
@@ -22,6 +22,7 @@ public enum SimulatorURI {
         ("suit", "a SUIT device (group 66) instead of MCUboot"),
         ("swap_time=S", "seconds the device stays silent after a reset that swaps or installs"),
         ("no_downgrade", "bootloader info reports downgrade prevention"),
+        ("fs_blocks=N", "4 KiB LittleFS blocks at /lfs1 (default 4: files up to 8188 bytes); 0 = unlimited"),
     ]
 
     public static func configuration(for uri: McuMgrDeviceURI) throws -> SimulatorConfiguration {
@@ -35,6 +36,12 @@ public enum SimulatorURI {
         if let v = try uri.boolOption("v1") { configuration.v1Only = v }
         if let v = try uri.boolOption("indefinite") { configuration.indefiniteLengthMaps = v }
         if let v = try uri.intOption("images", in: 1...8) { configuration.imageCount = v }
+        if let v = try uri.intOption("fs_blocks", in: 0...1_000_000) {
+            guard v == 0 || v >= 3 else {
+                throw McuMgrError(.usage, "option fs_blocks=\(v) in \(uri): use 0 (unlimited) or at least 3 blocks")
+            }
+            configuration.fileSystemBlockCount = v == 0 ? nil : v
+        }
         if let name = uri.option("mode") {
             guard let mode = SimulatedBootloader.Mode(name: name) else {
                 throw McuMgrError(

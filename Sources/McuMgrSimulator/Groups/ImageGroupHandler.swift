@@ -5,6 +5,10 @@ import McuMgrCore
 extension DeviceState {
     mutating func handleImage(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         if suit != nil { return try handleSUITImage(request) }
+        // Zephyr builds no image group into an application under MCUboot's single-application mode
+        // (MCUMGR_GRP_IMG depends on !MCUBOOT_BOOTLOADER_MODE_SINGLE_APP): images are uploaded through
+        // MCUboot's serial recovery (reset with boot mode 1) only.
+        if configuration.bootloader.mode == .singleApplication && runMode == .application { throw .notSupported }
         switch request.command.rawValue {
         case 0: return request.isRead ? imageList() : try imageStateWrite(request)
         case 1: return try imageUpload(request)
@@ -40,7 +44,7 @@ extension DeviceState {
         // Direct-XIP without revert has no state-write handler (PROTOCOL.md gotcha 12). The firmware-loader
         // mode has no pending or confirmed state either (a guess: NCS documents no state write for it).
         if images.mode == .directXIP || images.mode == .firmwareLoader { throw .notSupported }
-        let fields = try request.fields()
+        let fields = try request.decodedFields()
         let hash = try fields.bytes("hash")
         let confirm = try fields.bool("confirm") ?? false
         if let rc = images.setState(
@@ -52,7 +56,7 @@ extension DeviceState {
     }
 
     private mutating func imageUpload(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        let fields = try request.fields()
+        let fields = try request.decodedFields()
         let offset = try fields.count("off")
         let data = try fields.bytes("data") ?? []
         let length = try fields.count("len")
@@ -133,8 +137,10 @@ extension DeviceState {
 
     private mutating func imageErase(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         // Default: the slot opposite the active one of image 0 (Zephyr img_mgmt_get_other_slot).
-        let slot = try request.fields().count("slot") ?? images.pairs[0].otherSlot
-        if let rc = images.erase(absoluteSlot: slot) { throw .group(.image, rc) }
+        let slot = try request.decodedFields().count("slot") ?? images.pairs[0].otherSlot
+        if let rc = images.erase(absoluteSlot: slot, allowErasePending: configuration.allowErasePending) {
+            throw .group(.image, rc)
+        }
         return .empty
     }
 

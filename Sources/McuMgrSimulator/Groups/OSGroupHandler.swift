@@ -22,7 +22,8 @@ extension DeviceState {
     }
 
     private func echo(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        guard let text = try request.fields().text("d") else { throw .invalidValue }
+        // Without `d` the echo is empty (measured on native_sim_udp 4.4.0); `d` of another type is rc 3.
+        let text = try request.decodedFields().text("d") ?? ""
         return .ok(["r": .text(text)])
     }
 
@@ -78,7 +79,7 @@ extension DeviceState {
     }
 
     private mutating func dateTimeSet(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        guard let text = try request.fields().text("datetime") else { throw .invalidValue }
+        guard let text = try request.decodedFields().text("datetime") else { throw .invalidValue }
         guard text.utf8.count >= 19, text.utf8.count <= 25 else { throw .invalidValue }
         guard let seconds = CivilTime.parse(text) else { throw .group(.os, 5) }  // RTC_COMMAND_FAILED
         rtc = (seconds * 1_000_000_000, now)
@@ -94,7 +95,7 @@ extension DeviceState {
     }
 
     private func osInfo(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        let format = try request.fields().text("format") ?? "s"
+        let format = try request.decodedFields().text("format") ?? "s"
         let known: Set<Character> = ["s", "n", "r", "v", "b", "m", "p", "i", "o", "a"]
         guard format.allSatisfy({ known.contains($0) }) else { throw .group(.os, 2) }  // INVALID_FORMAT
         let all = format.contains("a")

@@ -5,7 +5,7 @@ extension DeviceState {
     mutating func handleShell(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         guard request.command.rawValue == 0 else { throw .notSupported }
         var argv: [String] = []
-        for item in try request.fields().array("argv") ?? [] {
+        for item in try request.decodedFields().array("argv") ?? [] {
             guard case .text(let s) = item else { throw .invalidValue }
             argv.append(s)
         }

@@ -208,7 +208,7 @@ struct ImageBank: Sendable {
 
     /// Whether a slot may not be erased or uploaded to (Zephyr `img_mgmt_slot_in_use`): the active slot,
     /// and in the swap modes the slot a test, permanent or revert boot will use.
-    func inUse(image: Int, slot: Int) -> Bool {
+    func inUse(image: Int, slot: Int, allowErasePending: Bool = false) -> Bool {
         let active = pairs[image].activeSlot
         if slot == active { return true }
         switch mode {
@@ -216,8 +216,10 @@ struct ImageBank: Sendable {
             return false
         default:
             let (next, type) = nextBoot(of: image)
-            if slot == next && (type == .revert || type == .test) { return true }
-            if active != next && type == .normal { return true }
+            if slot == next && type == .revert { return true }
+            // Zephyr's img_mgmt_slot_in_use: a slot pending (test, or permanent) is refused unless
+            // CONFIG_MCUMGR_GRP_IMG_ALLOW_ERASE_PENDING.
+            if (slot == next && type == .test) || (active != next && type == .normal) { return !allowErasePending }
             return false
         }
     }
@@ -382,11 +384,11 @@ struct ImageBank: Sendable {
     // MARK: Erase
 
     /// Erases an absolute slot (image × 2 + slot). Returns the image-group error code, or nil.
-    mutating func erase(absoluteSlot: Int) -> Int? {
+    mutating func erase(absoluteSlot: Int, allowErasePending: Bool = false) -> Int? {
         let image = absoluteSlot / 2
         let slot = absoluteSlot % 2
         guard image < pairs.count else { return 14 }  // INVALID_SLOT
-        if inUse(image: image, slot: slot) { return 9 }  // NO_FREE_SLOT
+        if inUse(image: image, slot: slot, allowErasePending: allowErasePending) { return 9 }  // NO_FREE_SLOT
         pairs[image].slots[slot] = Slot()
         if upload?.image == image && upload?.slot == slot { upload = nil }
         return nil

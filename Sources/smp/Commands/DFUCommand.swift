@@ -21,6 +21,13 @@ struct DFUCommand: AsyncParsableCommand {
             is reopened when it comes back), checks that the device runs the new images, and confirms them \
             (test-and-confirm).
 
+            Slots: an application's upload goes to the secondary slot (slot 1 of image 0; the inactive \
+            slot for Direct-XIP and RAM load), and MCUboot swaps it in on the reset. A device in MCUboot's \
+            serial recovery (no application runs: it reports no bootloader info and an empty image list) \
+            takes the image in slot 0, the primary slot, and has no test or confirm: smp uploads, resets, \
+            and checks that the application then runs the uploaded image. With firmware-loader or \
+            single-slot it first resets into the loader, uploads to slot 0, and resets.
+
             Modes: confirm-only (default: confirm before the reset), test-and-confirm (test boot, then \
             confirm once it runs), test-only (test boot; the next reset reverts it), upload-only (no state \
             change, no reset).
@@ -130,7 +137,11 @@ struct DFUCommand: AsyncParsableCommand {
         // comes back under another tty name; other devices are reopened at the same path or address.
         let follower = await ResetFollowing.prepare(context)
         let reconnection = follower.map { followingReconnection($0, context) } ?? Self.reconnection(for: context.uri)
-        let manager = FirmwareUpgradeManager(client: context.client, reconnection: reconnection)
+        // --timeout, when given, is the longest wait for every chunk, the first (erase) one included.
+        let upload = global.uploadConfiguration()
+        let manager = FirmwareUpgradeManager(
+            client: context.client, reconnection: reconnection,
+            options: FirmwareUpgradeManager.Options(firstChunkTimeout: upload.firstChunkTimeout, chunkTimeout: upload.chunkTimeout))
         do {
             _ = try await Self.run(
                 manager, images: package.images, configuration: configuration, resources: resourceData, view: view)
@@ -155,7 +166,8 @@ struct DFUCommand: AsyncParsableCommand {
         }
     }
 
-    /// Runs an upgrade with the live view; SIGINT cancels it (exit 130; a new run resumes the upload).
+    /// Runs an upgrade with the live view; cancelling the task (SIGINT/SIGTERM, see `Interruption`)
+    /// cancels the upgrade (exit 130; a new run resumes the upload).
     static func run(
         _ manager: FirmwareUpgradeManager, images: [McuMgrPackage.Image], configuration: FirmwareUpgradeConfiguration,
         resources: [String: Data] = [:], view: DFUView
@@ -170,16 +182,12 @@ struct DFUCommand: AsyncParsableCommand {
                 }
             }
         }
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        interrupt.setEventHandler { manager.cancel() }
-        interrupt.resume()
-        defer {
-            interrupt.cancel()
-            signal(SIGINT, SIG_DFL)
-        }
         do {
-            let result = try await manager.upgrade(images: images, configuration: configuration, resources: resources)
+            let result = try await withTaskCancellationHandler {
+                try await manager.upgrade(images: images, configuration: configuration, resources: resources)
+            } onCancel: {
+                manager.cancel()
+            }
             await printer.value
             return result
         } catch {

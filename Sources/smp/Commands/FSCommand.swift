@@ -11,20 +11,16 @@ struct FSCommand: AsyncParsableCommand {
     static func summary(_ verb: String, _ result: FileSystemManager.TransferResult) -> String {
         let seconds = result.duration.seconds
         let rate = seconds > 0 ? Double(result.bytes) / seconds : 0
+        let resumed = result.resumedFrom > 0 ? ", resumed at byte \(result.resumedFrom) (the device had the start)" : ""
         return "\(verb) \(Terminal.bytes(Double(result.bytes))) in " + String(format: "%.2f s", seconds)
-            + " (\(Terminal.bytes(rate))/s), \(result.verification)"
+            + " (\(Terminal.bytes(rate))/s)\(resumed), \(result.verification)"
     }
 
     static func item(_ result: FileSystemManager.TransferResult, local: String, remote: String) -> CBOR {
-        let verification: String
-        switch result.verification {
-        case .sha256: verification = "sha256"
-        case .crc32: verification = "crc32"
-        case .skipped: verification = "none"
-        }
         return .textMap([
             "name": .text(remote), "local": .text(local), "len": .int(result.bytes),
-            "verified": .text(verification), "seconds": .double(result.duration.seconds),
+            "verified": .text(result.verification.method), "resumed_from": .int(result.resumedFrom),
+            "seconds": .double(result.duration.seconds),
             "transfer_seconds": .double(result.transferDuration.seconds),
         ])
     }
@@ -32,16 +28,24 @@ struct FSCommand: AsyncParsableCommand {
     struct Upload: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "upload",
-            abstract: "Upload a local file to the device and verify it with the device's hash.")
+            abstract: "Upload a local file to the device and verify it with the device's hash.",
+            discussion: """
+                Closes the file the device may still hold open, and when the device already holds the start \
+                of this file (an upload that was interrupted: same bytes, checked with the device's hash) \
+                sends only the rest. Afterwards the device's file is closed and its length and SHA-256 \
+                (else CRC-32, else the length alone) must match the local file; a short file is completed \
+                from the device's offset. Ctrl-C stops the upload (exit 130); run the command again to resume.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The local file.") var local: String
-        @Argument(help: "The absolute path on the device, e.g. /lfs/data.bin.") var remote: String
+        @Argument(help: "The absolute path on the device, e.g. /lfs1/data.bin.") var remote: String
         @Option(help: "Chunks in flight at once (default: the device's buf_count - 1).") var pipeline: Int?
         @Option(help: "Largest data bytes per chunk (default: as much as fits).") var chunkSize: Int?
-        @Flag(help: "Skip the hash check after the transfer.") var noVerify = false
+        @Flag(help: "Skip the hash check after the transfer (the length is still checked).") var noVerify = false
+        @Flag(help: "Upload from offset 0 even when the device already holds the start of this file.") var restart = false
 
         func validate() throws {
-            guard remote.hasPrefix("/") else { throw ValidationError("the device path must be absolute, e.g. /lfs/\(remote)") }
+            guard remote.hasPrefix("/") else { throw ValidationError("the device path must be absolute, e.g. /lfs1/\(remote)") }
             if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1...32") }
         }
 
@@ -49,8 +53,8 @@ struct FSCommand: AsyncParsableCommand {
             let url = try LocalFiles.readable(local)
             let bar = context.progressBar("upload")
             let result = try await FileSystemManager(client: context.client).upload(
-                url, to: remote, verify: !noVerify,
-                configuration: UploadConfiguration(pipelineDepth: pipeline, maximumChunkSize: chunkSize)
+                url, to: remote, verify: !noVerify, resume: !restart,
+                configuration: global.uploadConfiguration(pipelineDepth: pipeline, maximumChunkSize: chunkSize)
             ) { bar.update(done: $0.bytesTransferred, total: $0.totalBytes) }
             bar.finish()
             context.emit(item: FSCommand.item(result, local: local, remote: remote)) {
@@ -62,14 +66,31 @@ struct FSCommand: AsyncParsableCommand {
     struct Download: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "download",
-            abstract: "Download a file from the device; it appears under LOCAL only when complete and verified.")
+            abstract: "Download a file from the device; it appears under LOCAL only when complete and verified.",
+            discussion: """
+                Data goes to a temporary file .NAME.UUID.download beside LOCAL, renamed into place when \
+                complete and verified; on an error or Ctrl-C (exit 130) it is removed.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The absolute path on the device.") var remote: String
         @Argument(help: "The local file to write (or an existing directory).") var local: String
         @Flag(help: "Skip the hash check after the transfer.") var noVerify = false
+        @Option(help: ArgumentHelp("Refuse a file the device announces as larger than this (default 64 MiB).", valueName: "bytes"))
+        var maxSize: Int = 64 * 1024 * 1024
+        @Option(help: ArgumentHelp("Give up when no data arrived for this long (default: 3 x --timeout).", valueName: "seconds"))
+        var stallTimeout: Double?
+        @Option(help: ArgumentHelp("Give up when the whole download takes longer than this.", valueName: "seconds"))
+        var deadline: Double?
 
         func validate() throws {
-            guard remote.hasPrefix("/") else { throw ValidationError("the device path must be absolute, e.g. /lfs/\(remote)") }
+            guard remote.hasPrefix("/") else { throw ValidationError("the device path must be absolute, e.g. /lfs1/\(remote)") }
+            guard maxSize >= 0 else { throw ValidationError("--max-size must be 0 or more bytes") }
+            if let stallTimeout, !(stallTimeout > 0 && stallTimeout <= 86400) {
+                throw ValidationError("--stall-timeout must be between 0 and 86400 seconds")
+            }
+            if let deadline, !(deadline > 0 && deadline <= 604800) {
+                throw ValidationError("--deadline must be between 0 and 604800 seconds")
+            }
         }
 
         func run(context: CommandContext) async throws {
@@ -80,7 +101,11 @@ struct FSCommand: AsyncParsableCommand {
             }
             let bar = context.progressBar("download")
             let result = try await FileSystemManager(client: context.client).download(
-                remote, to: destination, verify: !noVerify
+                remote, to: destination, verify: !noVerify,
+                configuration: FileDownloadConfiguration(
+                    maximumLength: maxSize,
+                    stallTimeout: .milliseconds(Int64((stallTimeout ?? 3 * global.timeout) * 1000)),
+                    deadline: deadline.map { .milliseconds(Int64($0 * 1000)) })
             ) { bar.update(done: $0.bytesTransferred, total: $0.totalBytes) }
             bar.finish()
             context.emit(item: FSCommand.item(result, local: destination.path, remote: remote)) {

@@ -69,7 +69,12 @@ struct ImageCommand: AsyncParsableCommand {
     struct Upload: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "upload",
-            abstract: "Upload an MCUboot image (.bin) to the secondary slot; resumes an interrupted upload.")
+            abstract: "Upload an MCUboot image (.bin) to the secondary slot; resumes an interrupted upload.",
+            discussion: """
+                An application puts the upload in the secondary slot of the image (slot 1 of image 0; for \
+                Direct-XIP the inactive slot). MCUboot's serial recovery puts it in the primary slot (slot \
+                0) and has no test or confirm: reset the device to boot it (`smp dfu` does all of this).
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image file.") var file: String
         @Option(help: "Image number (0 = application core, 1 = network core, ...).") var image: Int = 0
@@ -97,7 +102,7 @@ struct ImageCommand: AsyncParsableCommand {
                 }
             }
             let bar = context.progressBar("upload")
-            let configuration = UploadConfiguration(
+            let configuration = global.uploadConfiguration(
                 pipelineDepth: pipeline, byteAlignment: alignment, maximumChunkSize: chunkSize)
             let result = try await ImageManager(client: context.client).upload(
                 file: url, image: image, upgrade: upgrade ? true : nil, configuration: configuration

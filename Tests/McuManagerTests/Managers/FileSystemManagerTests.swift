@@ -25,20 +25,20 @@ import Testing
         let local = try Self.writeLocal(bytes, in: directory)
 
         let progress = ManagerTestBox<[TransferProgress]>([])
-        let upload = try await manager.upload(local, to: "/lfs/big.bin") { p in progress.withValue { $0.append(p) } }
+        let upload = try await manager.upload(local, to: "/lfs1/big.bin") { p in progress.withValue { $0.append(p) } }
         #expect(upload.bytes == bytes.count)
         #expect(upload.verification == .sha256)
-        #expect(rig.device.file("/lfs/big.bin") == bytes)
+        #expect(rig.device.file("/lfs1/big.bin") == bytes)
         #expect(progress.current.last?.bytesTransferred == bytes.count)
         #expect(rig.tap.maximumInFlight > 1)
         let uploads = rig.tap.sent.filter { $0.header.group == .fileSystem && $0.header.command.rawValue == 0 }
         #expect(smpBody(uploads[0])["len"]?.int == bytes.count)
         #expect(uploads.dropFirst().allSatisfy { smpBody($0)["len"] == nil })
-        #expect(try await manager.status(name: "/lfs/big.bin") == bytes.count)
+        #expect(try await manager.status(name: "/lfs1/big.bin") == bytes.count)
 
         let destination = directory.appendingPathComponent("copy.bin")
         let downloadProgress = ManagerTestBox<[TransferProgress]>([])
-        let download = try await manager.download("/lfs/big.bin", to: destination) { p in
+        let download = try await manager.download("/lfs1/big.bin", to: destination) { p in
             downloadProgress.withValue { $0.append(p) }
         }
         #expect(download.bytes == bytes.count)
@@ -55,14 +55,14 @@ import Testing
         let types = try await manager.supportedHashTypes()
         #expect(types["sha256"]?.size == 32)
         #expect(types["crc32"]?.format == 0)
-        let sha = try await manager.hash(name: "/lfs/hello.txt", type: "sha256")
+        let sha = try await manager.hash(name: "/lfs1/hello.txt", type: "sha256")
         #expect(sha.outputBytes == Data(SHA256.hash(data: contents)))
         #expect(sha.length == contents.count)
-        let crc = try await manager.hash(name: "/lfs/hello.txt", type: "crc32", offset: 6, length: 4)
+        let crc = try await manager.hash(name: "/lfs1/hello.txt", type: "crc32", offset: 6, length: 4)
         #expect(crc.offset == 6)
         #expect(crc.length == 4)
         #expect(crc.outputNumber != nil)
-        #expect(try await manager.status(name: "/lfs/hello.txt") == contents.count)
+        #expect(try await manager.status(name: "/lfs1/hello.txt") == contents.count)
         try await manager.close()
     }
 
@@ -79,14 +79,14 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let bytes = managerTestBytes(10_000, seed: 5)
         let result = try await FileSystemManager(client: rig.client).upload(
-            try Self.writeLocal(bytes, in: directory), to: "/lfs/crc.bin")
+            try Self.writeLocal(bytes, in: directory), to: "/lfs1/crc.bin")
         #expect(result.verification == .crc32)
         let download = try await FileSystemManager(client: rig.client).download(
-            "/lfs/crc.bin", to: directory.appendingPathComponent("crc-copy.bin"))
+            "/lfs1/crc.bin", to: directory.appendingPathComponent("crc-copy.bin"))
         #expect(download.verification == .crc32)
     }
 
-    @Test func verificationIsSkippedWhenTheDeviceHasNoHashes() async throws {
+    @Test func onlyTheLengthIsVerifiedWhenTheDeviceHasNoHashes() async throws {
         let rig = ManagerRig()
         rig.tap.rule.withValue { rule in
             rule = { packet in
@@ -97,12 +97,9 @@ import Testing
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let result = try await FileSystemManager(client: rig.client).upload(
-            try Self.writeLocal([1, 2, 3], in: directory), to: "/lfs/small.bin")
-        guard case .skipped = result.verification else {
-            Issue.record("expected verification to be skipped, got \(result.verification)")
-            return
-        }
-        #expect(rig.device.file("/lfs/small.bin") == [1, 2, 3])
+            try Self.writeLocal([1, 2, 3], in: directory), to: "/lfs1/small.bin")
+        #expect(result.verification == .length)
+        #expect(rig.device.file("/lfs1/small.bin") == [1, 2, 3])
     }
 
     @Test func corruptedUploadIsDetected() async throws {
@@ -128,7 +125,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let local = try Self.writeLocal(managerTestBytes(20_000, seed: 7), in: directory)
         let error = await #expect(throws: McuMgrError.self) {
-            try await FileSystemManager(client: rig.client).upload(local, to: "/lfs/bad.bin")
+            try await FileSystemManager(client: rig.client).upload(local, to: "/lfs1/bad.bin")
         }
         #expect(error?.message.contains("verification") == true)
         #expect(error?.message.contains("sha256") == true)
@@ -136,7 +133,7 @@ import Testing
 
     @Test func corruptedDownloadIsDetectedAndNotKept() async throws {
         let rig = ManagerRig()
-        rig.device.setFile("/lfs/data.bin", managerTestBytes(8_000, seed: 3))
+        rig.device.setFile("/lfs1/data.bin", managerTestBytes(8_000, seed: 3))
         // The device's hash of the file is wrong (as if the data had been corrupted on the way).
         rig.tap.rule.withValue { rule in
             rule = { packet in
@@ -149,7 +146,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("data.bin")
         let error = await #expect(throws: McuMgrError.self) {
-            try await FileSystemManager(client: rig.client).download("/lfs/data.bin", to: destination)
+            try await FileSystemManager(client: rig.client).download("/lfs1/data.bin", to: destination)
         }
         #expect(error?.message.contains("verification") == true)
         #expect(!FileManager.default.fileExists(atPath: destination.path))
@@ -158,7 +155,7 @@ import Testing
 
     @Test func interruptedDownloadLeavesNoFile() async throws {
         let rig = ManagerRig()
-        rig.device.setFile("/lfs/big.bin", managerTestBytes(200_000, seed: 11))
+        rig.device.setFile("/lfs1/big.bin", managerTestBytes(200_000, seed: 11))
         let downloads = ManagerTestBox(0)
         rig.tap.rule.withValue { rule in
             rule = { packet in
@@ -178,7 +175,7 @@ import Testing
         // An older copy under the final name must survive a failed download untouched.
         try Data("old".utf8).write(to: destination)
         let error = await #expect(throws: McuMgrError.self) {
-            try await FileSystemManager(client: rig.client).download("/lfs/big.bin", to: destination)
+            try await FileSystemManager(client: rig.client).download("/lfs1/big.bin", to: destination)
         }
         #expect(error?.kind == .transport)
         #expect(try Data(contentsOf: destination) == Data("old".utf8))
@@ -187,14 +184,14 @@ import Testing
 
     @Test func cancelledDownloadLeavesNoFile() async throws {
         let rig = ManagerRig()
-        rig.device.setFile("/lfs/big.bin", managerTestBytes(300_000, seed: 12))
+        rig.device.setFile("/lfs1/big.bin", managerTestBytes(300_000, seed: 12))
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("big.bin")
         let canceller = ManagerTestCanceller()
         let manager = FileSystemManager(client: rig.client)
         let task = Task {
-            try await manager.download("/lfs/big.bin", to: destination) { progress in
+            try await manager.download("/lfs1/big.bin", to: destination) { progress in
                 if progress.bytesTransferred > 100_000 { canceller.cancel() }
             }
         }
@@ -226,11 +223,14 @@ import Testing
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let bytes = managerTestBytes(30_000, seed: 4)
+        // After the offset error Zephyr reopens the file without `len`, so it stays open after the last
+        // chunk and stat/hash report the size committed at the error until fs close (8/4) or 4 s idle
+        // (measured on native_sim_udp 4.4.0; the simulator does the same): the upload closes it first.
         let result = try await FileSystemManager(client: client).upload(
-            try Self.writeLocal(bytes, in: directory), to: "/lfs/resync.bin",
+            try Self.writeLocal(bytes, in: directory), to: "/lfs1/resync.bin",
             configuration: UploadConfiguration(chunkTimeout: .milliseconds(500)))
         #expect(result.verification == .sha256)
-        #expect(rig.device.file("/lfs/resync.bin") == bytes)
+        #expect(rig.device.file("/lfs1/resync.bin") == bytes)
         let errors = rig.tap.received.filter { smpBody($0)["err"] != nil }
         #expect(!errors.isEmpty)
     }
@@ -238,18 +238,18 @@ import Testing
     @Test func fileErrorsNameTheGroupError() async throws {
         let rig = ManagerRig()
         let manager = FileSystemManager(client: rig.client)
-        let error = await #expect(throws: McuMgrError.self) { try await manager.status(name: "/lfs/missing.txt") }
+        let error = await #expect(throws: McuMgrError.self) { try await manager.status(name: "/lfs1/missing.txt") }
         #expect(error?.kind == .device)
         #expect(error?.groupError == McuMgrGroupError(group: .fileSystem, rc: 3))
         #expect(error?.message.contains("FILE_NOT_FOUND") == true)
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let destination = directory.appendingPathComponent("missing.txt")
-        await #expect(throws: McuMgrError.self) { try await manager.download("/lfs/missing.txt", to: destination) }
+        await #expect(throws: McuMgrError.self) { try await manager.download("/lfs1/missing.txt", to: destination) }
         #expect(!FileManager.default.fileExists(atPath: destination.path))
         #expect(try Self.leftovers(in: directory).isEmpty)
         let missingLocal = await #expect(throws: McuMgrError.self) {
-            try await manager.upload(directory.appendingPathComponent("nope.bin"), to: "/lfs/x")
+            try await manager.upload(directory.appendingPathComponent("nope.bin"), to: "/lfs1/x")
         }
         #expect(missingLocal?.kind == .file)
     }
@@ -259,7 +259,7 @@ import Testing
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         _ = try await FileSystemManager(client: rig.client).upload(
-            try Self.writeLocal([], in: directory), to: "/lfs/empty.bin", verify: false)
-        #expect(rig.device.file("/lfs/empty.bin") == [])
+            try Self.writeLocal([], in: directory), to: "/lfs1/empty.bin", verify: false)
+        #expect(rig.device.file("/lfs1/empty.bin") == [])
     }
 }

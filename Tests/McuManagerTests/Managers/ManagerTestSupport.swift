@@ -119,6 +119,8 @@ struct ManagerRig {
 
     init(timeout: Duration = .seconds(10), _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) {
         var configuration = SimulatorConfiguration()
+        // Transfers of up to megabytes: no 16 KiB LittleFS here.
+        configuration.fileSystemBlockCount = nil
         configure(&configuration)
         device = SimulatedDevice(configuration: configuration)
         link = InMemorySimulatorTransport(device: device)

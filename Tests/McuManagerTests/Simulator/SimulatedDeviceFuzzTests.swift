@@ -21,9 +21,9 @@ struct SimulatedDeviceFuzzTests {
             (.read, .settings, 0, ["name": "app/name", "max_size": 10]), (.write, .settings, 0, ["name": "a/b", "val": .bytes([1])]),
             (.write, .settings, 3, [:]), (.read, .log, 0, [:]), (.write, .crash, 0, ["t": "assert"]),
             (.write, .run, 0, ["testname": "all"]),
-            (.write, .fileSystem, 0, ["name": "/lfs/f", "off": 0, "len": 10, "data": .bytes([1, 2, 3])]),
-            (.read, .fileSystem, 0, ["name": "/lfs/hello.txt", "off": 0]),
-            (.read, .fileSystem, 2, ["name": "/lfs/hello.txt", "type": "sha256", "off": 1, "len": 4]),
+            (.write, .fileSystem, 0, ["name": "/lfs1/f", "off": 0, "len": 10, "data": .bytes([1, 2, 3])]),
+            (.read, .fileSystem, 0, ["name": "/lfs1/hello.txt", "off": 0]),
+            (.read, .fileSystem, 2, ["name": "/lfs1/hello.txt", "type": "sha256", "off": 1, "len": 4]),
             (.write, .shell, 0, ["argv": ["fs", "ls"]]), (.read, .enumeration, 3, ["groups": [0, 1]]),
             (.write, .zephyrBasic, 0, [:]),
         ]

@@ -170,8 +170,8 @@ struct SimulatedImageGroupTests {
         let afterTest = try #require(tested["images"]?.arrayValue)
         #expect(Self.flags(afterTest[0]) == "bootable,confirmed,active")
         #expect(Self.flags(afterTest[1]) == "bootable,pending")
-        // Uploading or erasing the pending slot is refused; confirming the running image too.
-        #expect(try exchange(device, .write, group: .image, command: 5, body: ["slot": 1]).errRC == 9)
+        // Uploading to the pending slot is refused; confirming the running image too. (Erasing it is
+        // allowed by Zephyr's default, see eraseRules.)
         #expect(try exchange(device, .write, group: .image, command: 0, body: ["confirm": true]).errRC == 28)
         let other = Self.makeImage(SimulatorImageVersion(3, 0, 0))
         #expect(try exchange(device, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(other.count)), "data": .bytes(Array(other[0..<100]))]).errRC == 9)
@@ -256,6 +256,36 @@ struct SimulatedImageGroupTests {
         #expect(try exchange(device, .write, group: .image, command: 5, body: ["slot": 1]).isSuccess)
         #expect(try Self.list(device).count == 1)
         #expect(try exchange(device, .write, group: .image, command: 5, body: ["slot": 7]).errRC == 14)
+    }
+
+    /// CONFIG_MCUMGR_GRP_IMG_ALLOW_ERASE_PENDING (default y): a slot marked for test or permanent may be
+    /// erased before the reset; a slot a revert would boot may not.
+    @Test(arguments: [true, false])
+    func erasePendingSlot(allowed: Bool) throws {
+        var configuration = SimulatorConfiguration()
+        configuration.allowErasePending = allowed
+        for confirm in [false, true] {
+            let device = SimulatedDevice(configuration: configuration)
+            let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+            try Self.upload(image, to: device)
+            let hash = try #require(SimulatedMCUbootImage.imageHash(of: image))
+            #expect(try exchange(device, .write, group: .image, command: 0, body: ["hash": .bytes(hash), "confirm": .bool(confirm)]).isSuccess)
+            let erase = try exchange(device, .write, group: .image, command: 5, body: ["slot": 1])
+            if allowed {
+                #expect(erase.isSuccess)
+                #expect(try Self.list(device).count == 1)
+            } else {
+                #expect(erase.errRC == 9)
+            }
+        }
+        // After a test boot the old image is the revert slot: never erasable.
+        let device = SimulatedDevice(configuration: configuration)
+        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+        try Self.upload(image, to: device)
+        let hash = try #require(SimulatedMCUbootImage.imageHash(of: image))
+        #expect(try exchange(device, .write, group: .image, command: 0, body: ["hash": .bytes(hash)]).isSuccess)
+        device.powerCycle(now: .zero)
+        #expect(try exchange(device, .write, group: .image, command: 5, body: ["slot": 1]).errRC == 9)
     }
 
     @Test func eraseAbortsUploadSession() throws {

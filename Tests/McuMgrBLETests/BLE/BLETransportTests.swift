@@ -45,10 +45,10 @@ struct BLETransportTests {
             let local = directory.appendingPathComponent("up.bin")
             try bytes.write(to: local)
             let fs = FileSystemManager(client: client)
-            _ = try await fs.upload(local, to: "/lfs/ble.bin")
-            #expect(harness.device.file("/lfs/ble.bin") == Array(bytes))
+            _ = try await fs.upload(local, to: "/lfs1/ble.bin")
+            #expect(harness.device.file("/lfs1/ble.bin") == Array(bytes))
             let back = directory.appendingPathComponent("down.bin")
-            _ = try await fs.download("/lfs/ble.bin", to: back)
+            _ = try await fs.download("/lfs1/ble.bin", to: back)
             #expect(try Data(contentsOf: back) == bytes)
             await client.close()
         }
@@ -71,8 +71,8 @@ struct BLETransportTests {
             let bytes = Data((0..<6000).map { UInt8(truncatingIfNeeded: $0 * 7) })
             let local = directory.appendingPathComponent("up.bin")
             try bytes.write(to: local)
-            _ = try await FileSystemManager(client: client).upload(local, to: "/lfs/small.bin")
-            #expect(harness.device.file("/lfs/small.bin") == Array(bytes))
+            _ = try await FileSystemManager(client: client).upload(local, to: "/lfs1/small.bin")
+            #expect(harness.device.file("/lfs1/small.bin") == Array(bytes))
             await client.close()
         }
     }

@@ -223,3 +223,75 @@ import Testing
         #expect(Self.sent(a).map(\.0) == [SMPRequestID(2), SMPRequestID(3)])
     }
 }
+
+/// Resends timed from measured round trips.
+@Suite struct SMPSessionAdaptiveRetransmitTests {
+    typealias T = SMPSessionTests
+
+    func submit(_ s: inout SMPSession, _ id: UInt64, at ms: UInt64, retransmittable: Bool = true) -> [SMPSession.Action] {
+        s.submit(
+            SMPRequestID(id), operation: .read, group: .os, command: McuMgrCommand(0),
+            payload: CBOR.textMap(["d": "x"]).encoded, timeout: .seconds(10), retransmittable: retransmittable,
+            now: T.t(ms))
+    }
+
+    @Test func answersMeasureTheRoundTripAndALostRequestIsResentAfterTheMeasuredTimeout() throws {
+        var s = SMPSession(configuration: .init(adaptiveRetransmit: true, retransmitFloor: .milliseconds(50)))
+        // Three answered requests, 20 ms each.
+        var at: UInt64 = 0
+        for id in 1...3 {
+            let sent = try #require(T.sent(submit(&s, UInt64(id), at: at)).first)
+            _ = s.receive(T.response(to: sent.1), now: T.t(at + 20))
+            at += 100
+        }
+        #expect(s.roundTrips.samples == 3)
+        let rto = s.roundTrips.timeout
+        #expect(rto >= .milliseconds(50) && rto < .milliseconds(100))
+        // A fourth goes unanswered: nothing before the timeout, the same bytes at it.
+        let sent = try #require(T.sent(submit(&s, 4, at: at)).first)
+        #expect(s.tick(now: T.t(at + 10)).isEmpty)
+        let deadline = try #require(s.nextDeadline)
+        let resent = s.tick(now: deadline)
+        #expect(T.sent(resent).map(\.1) == [sent.1])
+        let notices = s.takeNotices()
+        #expect(notices.contains { if case .retransmitted(_, 1, _) = $0 { return true } else { return false } })
+        // The next resend waits twice as long.
+        let second = try #require(s.nextDeadline)
+        #expect(second - deadline == rto * 2)
+        // The answer to a resent request does not measure (Karn's rule).
+        _ = s.receive(T.response(to: sent.1), now: second)
+        #expect(s.roundTrips.samples == 3)
+    }
+
+    @Test func aRequestThatMustNotBeResentOnlyTimesOut() throws {
+        var s = SMPSession(configuration: .init(adaptiveRetransmit: true, retransmitFloor: .milliseconds(50)))
+        let sent = submit(&s, 1, at: 0, retransmittable: false)
+        #expect(T.sent(sent).count == 1)
+        #expect(s.nextDeadline == T.t(10_000))
+        #expect(s.tick(now: T.t(5_000)).isEmpty)
+        let end = s.tick(now: T.t(10_000))
+        #expect(end == [.fail(SMPRequestID(1), .timeout(after: .seconds(10), retransmits: 0))])
+    }
+
+    @Test func aDiscardedFrameResendsTheOldestRequestAtOnce() throws {
+        var s = SMPSession(configuration: .init(window: 2, adaptiveRetransmit: true))
+        let first = try #require(T.sent(submit(&s, 1, at: 0)).first)
+        _ = submit(&s, 2, at: 5)
+        let resent = s.answerLost(now: T.t(10))
+        #expect(T.sent(resent).map(\.1) == [first.1], "the oldest request goes again")
+        #expect(s.takeNotices().contains { if case .retransmitted(_, 1, _) = $0 { return true } else { return false } })
+        // Not for a request that must not be resent, nor without retransmission.
+        var never = SMPSession(configuration: .init(adaptiveRetransmit: true))
+        _ = submit(&never, 1, at: 0, retransmittable: false)
+        #expect(never.answerLost(now: T.t(10)).isEmpty)
+        var plain = SMPSession(configuration: .init())
+        _ = submit(&plain, 1, at: 0)
+        #expect(plain.answerLost(now: T.t(10)).isEmpty)
+    }
+
+    @Test func withoutAdaptiveRetransmitNothingIsResent() {
+        var s = SMPSession(configuration: .init())
+        _ = submit(&s, 1, at: 0)
+        #expect(s.nextDeadline == T.t(10_000))
+    }
+}

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Serial conformance of smp-sim to the real firmware (issue 11.2, serial builds).
+
+Starts a shared Zephyr 4.4.0 serial build (native_sim_serial.exe or native_sim_serial_fs.exe, each on its
+own pty in its own temporary directory) and `smp-sim --like <build> --pty`, then sends the same console
+frames to both: requests compared field by field (as conformance.py does), and line-buffer probes whose
+outcome on the real device does not depend on timing (a longest line, a line too long, frames of 2 and 3
+lines back to back, two and three one-line frames back to back, a frame right behind a two-line frame,
+a packet of buf_size - 4 and one of buf_size - 3 bytes, lines 15 ms apart). Each probe is answered or
+not; the answers must agree. Timing-dependent cases (gaps of 3-12 ms) are not compared: the real device's
+host scheduling makes them vary from run to run.
+
+usage: conformance_serial.py --sim PATH/smp-sim --build native_sim_serial|native_sim_serial_fs [--firmware DIR]
+exit: 0 conforms, 1 differences, 2 could not run, 77 firmware absent.
+"""
+import argparse
+import base64
+import os
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import tty
+
+import cbor2
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conformance import compare  # noqa: E402
+
+BUILDS = {
+    "native_sim_serial": dict(line=128, buf=384),
+    "native_sim_serial_fs": dict(line=512, buf=1024),
+}
+EXE = "zephyr_4.4.0_smp_server_0eae053d_%s.exe"
+
+
+def crc16(data):
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+def lines_of(packet, line):
+    """Console frame lines of at most `line` bytes (marker and newline included)."""
+    body = struct.pack(">H", len(packet) + 2) + packet + struct.pack(">H", crc16(packet))
+    text = base64.b64encode(body)
+    per = ((line - 3) // 4) * 4
+    out, first = [], True
+    while text:
+        chunk, text = text[:per], text[per:]
+        out.append((b"\x06\x09" if first else b"\x04\x14") + chunk + b"\n")
+        first = False
+    return out
+
+
+def header(op, group, seq, cmd, payload, ver=1):
+    return struct.pack(">BBHHBB", (ver << 3) | op, 0, len(payload), group, seq, cmd) + payload
+
+
+def echo(size, seq):
+    return header(2, 0, seq, 0, cbor2.dumps({"d": "x" * size}))
+
+
+def echo_of_packet_size(total, seq):
+    """An echo request of exactly `total` bytes, or None."""
+    for size in range(total):
+        packet = echo(size, seq)
+        if len(packet) == total:
+            return packet
+        if len(packet) > total:
+            return None
+    return None
+
+
+class Link:
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(self.fd)
+        self.pending = b""
+
+    def write(self, lines, gap=0.0):
+        for index, line in enumerate(lines):
+            if index and gap:
+                time.sleep(gap)
+            os.write(self.fd, line)
+
+    def answers(self, wait):
+        """Decoded answer packets that arrive within `wait` seconds."""
+        deadline = time.time() + wait
+        while True:
+            ready, _, _ = select.select([self.fd], [], [], max(0, deadline - time.time()))
+            if not ready:
+                break
+            self.pending += os.read(self.fd, 65536)
+        found = []
+        *complete, self.pending = self.pending.split(b"\n")
+        frame = None
+        for line in complete:
+            if line.startswith(b"\x06\x09"):
+                frame = base64.b64decode(line[2:])
+            elif line.startswith(b"\x04\x14") and frame is not None:
+                frame += base64.b64decode(line[2:])
+            else:
+                continue
+            if frame is not None and len(frame) >= 2 and len(frame) - 2 >= struct.unpack(">H", frame[:2])[0]:
+                packet = frame[2:-2]
+                b0, _, _, group, seq, cmd = struct.unpack(">BBHHBB", packet[:8])
+                body = cbor2.loads(packet[8:]) if len(packet) > 8 else None
+                found.append({"op": b0 & 7, "ver": (b0 >> 3) & 3, "group": group, "seq": seq, "cmd": cmd, "body": body})
+                frame = None
+        return found
+
+    def close(self):
+        os.close(self.fd)
+
+
+def probes(build):
+    line, buf = BUILDS[build]["line"], BUILDS[build]["buf"]
+    longest = line - 1  # whole Base64 quads: 127 of 128, 511 of 512
+    out = []
+
+    def frame_with_lines(count, seq, line_length=longest):
+        for size in range(3000):
+            lines = lines_of(echo(size, seq), line_length)
+            if len(lines) == count and len(lines[-1]) > line_length // 2:
+                return lines
+            if len(lines) > count:
+                return None
+        return None
+
+    out.append(("longest line (%d bytes)" % longest, lambda s: [(s[0], frame_with_lines(1, s[0]), 0)]))
+    out.append(("line of %d bytes" % (longest + 4), lambda s: [(s[0], frame_with_lines(1, s[0], longest + 4), 0)]))
+    out.append(("2 lines back to back", lambda s: [(s[0], frame_with_lines(2, s[0]), 0)]))
+    out.append(("3 lines back to back", lambda s: [(s[0], frame_with_lines(3, s[0], min(longest, 127)), 0)]))
+    out.append(("2 one-line frames back to back", lambda s: [(s[0], lines_of(echo(10, s[0]), longest), 0), (s[1], lines_of(echo(10, s[1]), longest), 0)]))
+    out.append(("3 one-line frames back to back", lambda s: [(x, lines_of(echo(10, x), longest), 0) for x in s[:3]]))
+    out.append(("frame right behind a 2-line frame", lambda s: [(s[0], frame_with_lines(2, s[0]), 0), (s[1], lines_of(echo(10, s[1]), longest), 0)]))
+    out.append(("packet of buf_size - 4 bytes, lines 15 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 4, s[0]), min(longest, 127)), 0.015)]))
+    out.append(("packet of buf_size - 3 bytes, lines 15 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 3, s[0]), min(longest, 127)), 0.015)]))
+    return out
+
+
+def requests(build):
+    c = [
+        ("params", 0, 0, 6, None),
+        ("enum list", 0, 10, 1, None),
+        ("enum details", 0, 10, 3, {}),
+        ("stat list", 0, 2, 1, None),
+        ("echo", 2, 0, 0, {"d": "hello"}),
+        ("fs stat missing", 0, 8, 1, {"name": "/lfs1/none"}),
+        ("fs upload", 2, 8, 0, {"name": "/lfs1/a", "off": 0, "len": 3, "data": b"abc"}),
+        ("fs download", 0, 8, 0, {"name": "/lfs1/a", "off": 0}),
+        ("image list (absent)", 0, 1, 0, None),
+        ("settings read (absent or no root)", 0, 3, 0, {"name": "a/b"}),
+    ]
+    return c
+
+
+def run(build, exe, sim_path):
+    processes, directories = [], []
+
+    def stop_all(*_):
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=3)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        for directory in directories:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def on_signal(number, _frame):
+        stop_all()
+        sys.exit(128 + number)
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
+        signal.signal(number, on_signal)
+    signal.alarm(180)
+    try:
+        directory = tempfile.mkdtemp(prefix="conformance-serial-")
+        directories.append(directory)
+        real = subprocess.Popen([exe], cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        processes.append(real)
+        real_path = None
+        for _ in range(20):
+            text = real.stdout.readline().decode()
+            match = re.search(r"(/dev/pts/\d+)", text)
+            if match:
+                real_path = match.group(1)
+                break
+        sim = subprocess.Popen([sim_path, "--like", build, "--pty"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+        processes.append(sim)
+        match = re.match(r"pty (\S+)", sim.stdout.readline().decode())
+        if not real_path or not match:
+            print("conformance_serial: a device did not start")
+            return 2
+        links = {"real": Link(real_path), "sim": Link(match.group(1))}
+        time.sleep(0.5)
+        for link in links.values():
+            link.answers(0.3)
+        longest = BUILDS[build]["line"] - 1
+        failures, total, seq = [], 0, 0
+        for label, op, group, cmd, body in requests(build):
+            seq += 1
+            got = {}
+            for name, link in links.items():
+                payload = b"" if body is None else cbor2.dumps(body)
+                link.write(lines_of(header(op, group, seq, cmd, payload), longest), 0.012)
+                got[name] = [a for a in link.answers(0.15) if a["seq"] == seq]
+            total += 1
+            loose = {"stat_list", "output"}
+            diffs = []
+            if len(got["real"]) != len(got["sim"]):
+                diffs.append("answers: %d vs %d" % (len(got["real"]), len(got["sim"])))
+            else:
+                for a, b in zip(got["real"], got["sim"]):
+                    diffs += compare(a["body"], b["body"], loose)
+            if diffs:
+                failures.append((label, diffs))
+        for label, make in probes(build):
+            seqs = [seq + 1, seq + 2, seq + 3]
+            seq += 3
+            outcome = {}
+            for name, link in links.items():
+                sends = make(seqs)
+                for _, lines, gap in sends:
+                    link.write(lines, gap)
+                answered = {a["seq"] for a in link.answers(0.2)}
+                outcome[name] = [s in answered for s, _, _ in sends]
+                time.sleep(0.05)
+            total += 1
+            if outcome["real"] != outcome["sim"]:
+                failures.append((label, ["answered %s vs %s" % (outcome["real"], outcome["sim"])]))
+        for label, diffs in failures:
+            print("DIFFERS  %s: %s" % (label, "; ".join(diffs)))
+        print("conformance_serial %s: %d cases, %d differences" % (build, total, len(failures)))
+        for link in links.values():
+            link.close()
+        return 1 if failures else 0
+    finally:
+        stop_all()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    parser.add_argument("--sim", required=True)
+    parser.add_argument("--build", required=True, choices=sorted(BUILDS))
+    parser.add_argument("--firmware", default=None)
+    args = parser.parse_args()
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    firmware = args.firmware or os.path.join(repo, "..", "shared", "firmware")
+    exe = os.path.join(firmware, EXE % args.build)
+    if not os.path.exists(exe):
+        print("conformance_serial: %s is absent; nothing to compare against" % exe)
+        return 77
+    return run(args.build, exe, args.sim)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+import Foundation
+import McuMgrCore
+
+/// Remembers the console line limits `LinkProbe` learned, per device, across runs: the next connection
+/// checks them with one echo instead of probing again (and a device that takes only Zephyr's defaults
+/// is not probed again at all). A JSON file, written atomically; unreadable or odd entries are ignored.
+public struct ConsoleLineMemory: Sendable, Hashable {
+    /// The file: an object of device name -> {"line": N, "lines": N}.
+    public let file: URL
+
+    public init(file: URL) { self.file = file }
+
+    /// `$XDG_CACHE_HOME/smp/console-lines.json` (else `~/.cache/...`); nil when `SMP_NO_CACHE` is set or
+    /// there is no home.
+    public static var standard: ConsoleLineMemory? {
+        let environment = ProcessInfo.processInfo.environment
+        if let off = environment["SMP_NO_CACHE"], !off.isEmpty { return nil }
+        let base: URL
+        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
+            base = URL(fileURLWithPath: cache)
+        } else if let home = environment["HOME"], home.hasPrefix("/") {
+            base = URL(fileURLWithPath: home).appendingPathComponent(".cache")
+        } else {
+            return nil
+        }
+        return ConsoleLineMemory(file: base.appendingPathComponent("smp").appendingPathComponent("console-lines.json"))
+    }
+
+    /// What was learned for `device`, if anything.
+    public func recall(_ device: String) -> LinkLimits.ConsoleLines? {
+        guard let entry = entries()[device] as? [String: Any], let line = entry["line"] as? Int,
+            let lines = entry["lines"] as? Int, (7...65_536).contains(line), (1...1024).contains(lines)
+        else { return nil }
+        return LinkLimits.ConsoleLines(length: line, count: lines)
+    }
+
+    /// Devices kept; the ones seen longest ago go first.
+    public static let capacity = 100
+
+    /// Records what was learned for `device`. Failures to write are ignored: the memory only saves time.
+    public func remember(_ lines: LinkLimits.ConsoleLines, for device: String) {
+        var all = entries()
+        all[device] = ["line": lines.length, "lines": lines.count, "seen": Int(Date().timeIntervalSince1970)]
+        if all.count > Self.capacity {
+            let oldest = all.sorted { (($0.value as? [String: Any])?["seen"] as? Int ?? 0) < (($1.value as? [String: Any])?["seen"] as? Int ?? 0) }
+            for (key, _) in oldest.prefix(all.count - Self.capacity) { all[key] = nil }
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: all, options: [.sortedKeys, .prettyPrinted]) else { return }
+        try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try? data.write(to: file, options: .atomic)
+    }
+
+    private func entries() -> [String: Any] {
+        guard let data = try? Data(contentsOf: file),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
+        return object
+    }
+}

@@ -1,0 +1,187 @@
+import Logging
+import McuMgrCore
+
+/// Learns how much a serial console link takes at once, by sending echo frames of growing size.
+///
+/// A Zephyr (or MCUboot) device reads a console frame line by line into a few fixed line buffers
+/// (`CONFIG_UART_MCUMGR_RX_BUF_SIZE` x `CONFIG_UART_MCUMGR_RX_BUF_COUNT`, 128 B x 2 by default): a longer
+/// line, or more lines at once than it holds, is dropped without an answer, and `os params` does not tell
+/// these limits. The transport starts from Zephyr's defaults, which every device takes; the probe then
+/// tries one longer line (511, 1023, ... bytes) and one frame of more lines, each within the device's SMP
+/// buffer, and keeps what was answered. Any answer counts, an error too: it proves the frame arrived.
+/// A frame that gets no answer within a few round trips was dropped. At most three probes go unanswered.
+public enum LinkProbe {
+    /// Line lengths tried, shortest first (buffers of 512, 1024, 2048 and 4096 bytes).
+    static let lineLengths = [511, 1023, 2047, 4095]
+
+    /// Probes the link once and makes the transport adopt what it learned; returns the line limits in force.
+    /// - Parameters:
+    ///   - deviceBufferSize: `buf_size` from `os params`; nil assumes Zephyr's default SMP buffer (384).
+    @discardableResult
+    public static func run(
+        client: McuMgrClient, transport: any McuMgrConsoleLineTransport, deviceBufferSize: Int?, logger: Logger
+    ) async -> LinkLimits.ConsoleLines {
+        let start = transport.currentConsoleLines
+        guard transport.needsConsoleProbe else { return start }
+        // A device that took only the starting limits before is not probed again (nothing to gain).
+        let memory = transport.consoleLineMemory
+        let remembered = memory?.recall(transport.name)
+        if remembered == start {
+            transport.learnConsoleLines(start, final: true)
+            logger.debug("link probe: the device took \(start) before; not probing again")
+            return start
+        }
+        // Frames stay within the device's SMP buffer (less 4 bytes of length and CRC), so a frame the
+        // device drops is dropped for its lines, not for its size.
+        let packetLimit = max(SMPHeader.size + 16, (deviceBufferSize ?? 384) - 4)
+        // Two echoes that every device takes, a short one and one of a whole default burst, give the
+        // round trip and what each byte adds to it (wire time on a real UART; nothing on a pty). A probe
+        // is given what its size predicts, twice over, so that a dropped frame costs little.
+        let short = min(64, packetLimit)
+        let burst = min(start.largestPacketPerBurst, packetLimit)
+        guard let rttShort = await roundTrip(packetSize: short, client: client, timeout: client.configuration.timeout),
+            let rttBurst = await roundTrip(packetSize: burst, client: client, timeout: max(rttShort * 8, .milliseconds(500)))
+        else {
+            logger.debug("link probe: no answer to the echo that every device takes; keeping \(start)")
+            transport.learnConsoleLines(start, final: true)
+            return start
+        }
+        let wireShort = ConsoleSerialCodec(maximumLineLength: start.length).encodedSize(ofPacket: short)
+        let wireBurst = ConsoleSerialCodec(maximumLineLength: start.length).encodedSize(ofPacket: burst)
+        let perByte = wireBurst > wireShort && rttBurst > rttShort ? (rttBurst - rttShort) / (wireBurst - wireShort) : .zero
+        let rtt = min(rttShort, rttBurst)
+        func predicted(_ candidate: LinkLimits.ConsoleLines, _ packetSize: Int) -> Duration {
+            let wire = ConsoleSerialCodec(maximumLineLength: candidate.length).encodedSize(ofPacket: packetSize)
+            return rtt + perByte * max(0, wire - wireShort)
+        }
+        // What an earlier connection learned, checked with one frame of a whole remembered burst.
+        if let remembered, remembered != start {
+            let packet = min(packetLimit, remembered.largestPacketPerBurst)
+            if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: predicted(remembered, packet), logger: logger) {
+                transport.learnConsoleLines(remembered, final: true)
+                logger.debug("link probe: the device still takes \(remembered), as remembered")
+                return remembered
+            }
+        }
+        var lines = start
+        var failures = 0
+
+        // 1. Longer lines: one line of each length, as long as the packet it carries fits the buffer.
+        for length in lineLengths where length > lines.length {
+            let candidate = LinkLimits.ConsoleLines(length: length, count: lines.count)
+            let packet = candidate.largestPacket(inLines: 1)
+            guard packet <= packetLimit else { break }
+            if await tries(candidate, packetSize: packet, client: client, transport: transport, predicted: predicted(candidate, packet), logger: logger) {
+                lines = candidate
+            } else {
+                failures += 1
+                break
+            }
+        }
+
+        // 2. More lines at once: the frame of a full SMP buffer, else one line more than now.
+        let needed = lines.lines(forPacket: packetLimit)
+        var counts: [Int] = []
+        if needed > lines.count { counts.append(needed) }
+        // A device with Zephyr's default line length most likely has its default line count too: one try.
+        if needed > lines.count + 1, lines.length > start.length { counts.append(lines.count + 1) }
+        for count in counts where failures < 3 {
+            let candidate = LinkLimits.ConsoleLines(length: lines.length, count: count)
+            let packet = min(packetLimit, candidate.largestPacket(inLines: count))
+            if await tries(candidate, packetSize: packet, client: client, transport: transport, predicted: predicted(candidate, packet), logger: logger) {
+                lines = candidate
+                break
+            }
+            failures += 1
+        }
+        transport.learnConsoleLines(lines, final: true)
+        memory?.remember(lines, for: transport.name)
+        logger.debug("link probe: the device takes \(lines) (round trip \(rtt.milliseconds) ms, \(failures) probe\(failures == 1 ? "" : "s") unanswered)")
+        return lines
+    }
+
+    /// SMP buffer sizes firmware commonly has (`CONFIG_MCUMGR_TRANSPORT_NETBUF_SIZE`, MCUboot's
+    /// `CONFIG_BOOT_SERIAL_MAX_RECEIVE_SIZE`), largest first.
+    static let commonBufferSizes = [2048, 1024, 512, 384, 256, 128]
+
+    /// Without `os params` the device's SMP buffer is unknown, and a request larger than it is dropped
+    /// without an answer. Tries echoes that fill the common buffer sizes, largest first, up to
+    /// `ceiling`, and returns the largest packet the device answers (at least 64 bytes).
+    /// - Parameter overhead: what the link spends of the device's buffer (4 on a serial console).
+    public static func largestAnsweredPacket(
+        client: McuMgrClient, ceiling: Int, overhead: Int, logger: Logger
+    ) async -> Int {
+        let floor = min(ceiling, 64)
+        guard let rtt = await roundTrip(packetSize: floor, client: client, timeout: client.configuration.timeout) else {
+            return floor
+        }
+        let console = client.transport as? any McuMgrConsoleLineTransport
+        let candidates = [ceiling] + commonBufferSizes.map { $0 - overhead }.filter { $0 < ceiling && $0 > floor }
+        for size in candidates where size <= ceiling {
+            // A console frame longer than one burst is paced: allow for the pauses.
+            var pacing = Duration.zero
+            if let console {
+                let lines = console.currentConsoleLines
+                pacing = console.lineGap * ((lines.lines(forPacket: size) + lines.count - 1) / lines.count)
+            }
+            let timeout = max(rtt * 4, .milliseconds(300)) + pacing
+            if await roundTrip(packetSize: size, client: client, timeout: timeout) != nil {
+                logger.debug("link probe: the device answers \(size)-byte packets (it reports no SMP parameters)")
+                return size
+            }
+            logger.debug("link probe: no answer to a \(size)-byte packet within \(timeout.milliseconds) ms")
+        }
+        return floor
+    }
+
+    /// Sends one echo frame under `candidate` limits; keeps them on the transport only when answered.
+    private static func tries(
+        _ candidate: LinkLimits.ConsoleLines, packetSize: Int, client: McuMgrClient,
+        transport: any McuMgrConsoleLineTransport, predicted: Duration, logger: Logger
+    ) async -> Bool {
+        let previous = transport.currentConsoleLines
+        transport.learnConsoleLines(candidate, final: false)
+        let timeout = max(predicted * 2, predicted + .milliseconds(40))
+        do {
+            _ = try await echo(packetSize: packetSize, client: client, timeout: timeout)
+            logger.debug("link probe: \(packetSize)-byte frame in \(candidate.lines(forPacket: packetSize)) lines of \(candidate.length) B answered")
+            return true
+        } catch {
+            logger.debug("link probe: \(packetSize)-byte frame in \(candidate.lines(forPacket: packetSize)) lines of \(candidate.length) B unanswered within \(timeout.milliseconds) ms")
+            transport.learnConsoleLines(previous, final: false)
+            return false
+        }
+    }
+
+    /// The round trip of an echo of `packetSize` bytes; nil without an answer.
+    private static func roundTrip(packetSize: Int, client: McuMgrClient, timeout: Duration) async -> Duration? {
+        let clock = ContinuousClock()
+        let began = clock.now
+        do {
+            _ = try await echo(packetSize: packetSize, client: client, timeout: timeout)
+            return clock.now - began
+        } catch {
+            return nil
+        }
+    }
+
+    /// An echo request whose SMP packet is `packetSize` bytes (at least 12); any answer returns.
+    static func echo(packetSize: Int, client: McuMgrClient, timeout: Duration) async throws -> SMPPacket {
+        let payload = echoPayload(packetSize: packetSize)
+        return try await client.send(
+            operation: EchoRequest.operation, group: EchoRequest.group, command: EchoRequest.command,
+            payload: payload, timeout: timeout, retransmittable: false, name: "link probe (echo)")
+    }
+
+    /// The CBOR payload `{"d": "aaa…"}` of an echo request whose whole packet is `packetSize` bytes
+    /// (or the nearest size below that CBOR allows).
+    public static func echoPayload(packetSize: Int) -> [UInt8] {
+        // Header 8, map head 1, key "d" 2, then the text head and the text.
+        let budget = max(1, packetSize - SMPHeader.size - 3)
+        var length = budget - 1
+        while length > 0, CBORWriter.headSize(argument: UInt64(length)) + length > budget { length -= 1 }
+        var bytes: [UInt8] = []
+        CBORWriter.write(.map([CBORMapEntry(key: "d", value: .text(String(repeating: "a", count: max(0, length))))]), into: &bytes)
+        return bytes
+    }
+}

@@ -1,0 +1,249 @@
+/// The chunked-upload transfer machine (images, files, SUIT envelopes): which chunk to send, how many
+/// may be in flight, what each answer means, and when to give up.
+///
+/// Pure, like `SMPSession`: events in (an answer with the device's offset, a busy answer, a chunk lost
+/// after the session's resends, a resend seen on the link), actions out (send a chunk, send it again
+/// after a pause, report progress or a resumed upload, finish, fail with a reason). It owns the offset
+/// plan (`SMPUploadPlanner`: the device's offset always wins), the window (`CongestionWindow`: grows on
+/// clean answers, halves when the link loses something, never above what the device holds) and the
+/// counters that decide failure. Resend timers live in the session; the runner (`ChunkedUploader`)
+/// only reads data, builds requests and waits for answers.
+public struct SMPUploadMachine: Sendable {
+    public typealias Chunk = SMPUploadPlanner.Chunk
+
+    /// Data bytes that fit one request: the requests at offset 0 carry extra keys, and the offset's CBOR
+    /// head grows with it.
+    public struct ChunkLengths: Sendable, Hashable {
+        /// For the chunk at offset 0.
+        public var first: Int
+        /// By the size of the offset's CBOR head (1, 2, 3, 5 or 9 bytes).
+        public var byOffsetHeadSize: [Int: Int]
+
+        public init(first: Int, byOffsetHeadSize: [Int: Int]) {
+            self.first = first
+            self.byOffsetHeadSize = byOffsetHeadSize
+        }
+
+        /// The largest data length of a chunk starting at `offset`.
+        public func length(at offset: Int) -> Int {
+            offset == 0 ? first : byOffsetHeadSize[CBORWriter.headSize(argument: UInt64(offset))] ?? first
+        }
+    }
+
+    /// How the machine behaves.
+    public struct Limits: Sendable, Hashable {
+        /// Most chunks in flight (the device's buffers, the link's frames).
+        public var depth: Int
+        /// Chunk lengths (except the last) are a multiple of this.
+        public var alignment: Int
+        public var chunkLengths: ChunkLengths
+        /// Most chunks lost in a row (each after the session's resends) before the upload fails.
+        public var maximumConsecutiveLosses: Int
+        /// Most busy answers to one chunk.
+        public var maximumBusyRetries: Int
+        /// Pause before sending a chunk the device answered busy.
+        public var busyRetryDelay: Duration
+        /// The longest time without progress: a chunk lost when the device has confirmed nothing for this
+        /// long ends the upload (`--timeout`). Nil leaves it to `maximumConsecutiveLosses`.
+        public var progressTimeout: Duration?
+
+        public init(
+            depth: Int, alignment: Int = 1, chunkLengths: ChunkLengths, maximumConsecutiveLosses: Int = 3,
+            maximumBusyRetries: Int = 50, busyRetryDelay: Duration = .milliseconds(100), progressTimeout: Duration? = nil
+        ) {
+            self.progressTimeout = progressTimeout
+            self.depth = max(1, depth)
+            self.alignment = max(1, alignment)
+            self.chunkLengths = chunkLengths
+            self.maximumConsecutiveLosses = maximumConsecutiveLosses
+            self.maximumBusyRetries = maximumBusyRetries
+            self.busyRetryDelay = busyRetryDelay
+        }
+    }
+
+    /// What the runner must do.
+    public enum Action: Sendable, Hashable {
+        /// Read the chunk's data and send its request.
+        case send(Chunk)
+        /// Send the chunk's request again after a pause (the device was busy).
+        case sendAgain(Chunk, after: Duration)
+        /// The device confirmed this many bytes.
+        case progress(confirmed: Int)
+        /// The device already held this many bytes of this upload (same image or file): it continues there.
+        case resumed(offset: Int)
+        /// The window changed.
+        case window(CongestionWindow)
+        /// Every byte is confirmed.
+        case finished
+        /// The upload cannot go on.
+        case fail(Failure)
+    }
+
+    /// Why an upload stops.
+    public enum Failure: Sendable, Hashable, CustomStringConvertible {
+        /// The device reported an offset outside the upload.
+        case offsetOutside(Int, total: Int)
+        /// Chunks were lost (after the session's resends) this many times in a row.
+        case lostInARow(Int, confirmed: Int, total: Int)
+        /// Nothing moved the upload on for this long.
+        case noAnswer(for: Duration, confirmed: Int, total: Int)
+        /// The link loses too large a share of the chunks.
+        case lossy(lost: Int, sent: Int, confirmed: Int, total: Int)
+        /// The device keeps answering without moving its offset.
+        case noProgress(confirmed: Int)
+        /// The device answered busy too often for one chunk.
+        case busy(Chunk)
+        /// Nothing in flight, nothing to send, and not complete (a planner invariant broke).
+        case stalled(confirmed: Int, total: Int)
+
+        public var description: String {
+            switch self {
+            case .offsetOutside(let offset, let total):
+                return "the device reported offset \(offset), outside the \(total)-byte upload; reset the device and retry"
+            case .lostInARow(let count, let confirmed, let total):
+                return "\(count) chunks in a row got no answer; the upload reached offset \(confirmed) of \(total) bytes; run the same command again to resume from there"
+            case .noAnswer(let duration, let confirmed, let total):
+                return "no progress for \(duration.milliseconds / 1000) s; the upload reached offset \(confirmed) of \(total) bytes; run the same command again to resume from there"
+            case .lossy(let lost, let sent, let confirmed, let total):
+                return "the link lost \(lost) of \(sent) chunks; the upload reached offset \(confirmed) of \(total) bytes. Check the link (cable, baud rate, interference) and run the same command again to resume"
+            case .noProgress(let confirmed):
+                return "makes no progress: the device keeps answering offset \(confirmed); reset the device and retry"
+            case .busy(let chunk):
+                return "the device stayed busy at offset \(chunk.offset); retry when it is idle"
+            case .stalled(let confirmed, let total):
+                return "stalled at offset \(confirmed) of \(total); retry the upload"
+            }
+        }
+    }
+
+    public let total: Int
+    public let limits: Limits
+    private var planner: SMPUploadPlanner
+    public private(set) var window: CongestionWindow
+    private var firstChunkPending = false
+    private var busyCounts: [Chunk: Int] = [:]
+    public private(set) var resumedFrom: Int?
+    public private(set) var chunksSent = 0
+    public private(set) var largestChunk = 0
+    private var consecutiveLosses = 0
+    public private(set) var losses = 0
+    private var answersWithoutProgress = 0
+    private var lastProgress: SMPInstant?
+    private var failed = false
+
+    public init(total: Int, limits: Limits, startOffset: Int = 0) {
+        self.total = max(0, total)
+        self.limits = limits
+        self.planner = SMPUploadPlanner(
+            totalSize: total, startOffset: startOffset, window: limits.depth, alignment: limits.alignment)
+        self.window = CongestionWindow(ceiling: limits.depth)
+    }
+
+    /// Bytes the device confirmed.
+    public var confirmedOffset: Int { planner.confirmedOffset }
+    /// Requests on the link (sent and unanswered, or about to be sent again).
+    public var inFlightCount: Int { planner.inFlight.count }
+    /// Every byte confirmed.
+    public var isComplete: Bool { planner.isComplete }
+
+    /// The chunks to send now: as many as the window allows, none while `paused`; the chunk at offset 0
+    /// goes alone and is waited for (it may erase a slot, or find an upload to resume).
+    public mutating func fill(paused: Bool = false, now: SMPInstant = .zero) -> [Action] {
+        guard !failed else { return [] }
+        if lastProgress == nil || paused { lastProgress = max(lastProgress ?? now, now) }
+        if planner.isComplete { return [.finished] }
+        var actions: [Action] = []
+        planner.window = window.value
+        while !paused, !firstChunkPending {
+            guard let chunk = planner.nextChunk(maximumLength: limits.chunkLengths.length(at: planner.nextOffset)) else { break }
+            if chunk.offset == 0 { firstChunkPending = true }
+            chunksSent += 1
+            largestChunk = max(largestChunk, chunk.length)
+            actions.append(.send(chunk))
+        }
+        if actions.isEmpty, planner.inFlight.isEmpty, !paused {
+            failed = true
+            return [.fail(.stalled(confirmed: planner.confirmedOffset, total: total))]
+        }
+        return actions
+    }
+
+    /// The device answered `chunk` with its next expected offset. `linkResent`: the session resent a
+    /// request since the previous answer (the link lost something), so the window halves.
+    public mutating func answered(_ chunk: Chunk, deviceOffset: Int, linkResent: Bool = false, now: SMPInstant = .zero) -> [Action] {
+        guard !failed else { return [] }
+        busyCounts[chunk] = nil
+        var actions: [Action] = []
+        if chunk.offset == 0 { firstChunkPending = false }
+        if chunk.offset == 0, resumedFrom == nil {
+            // Only an offset past the first chunk is a resume; less is a partial acceptance (MCUboot takes
+            // the 4-byte-aligned part and asks for the rest).
+            resumedFrom = deviceOffset > chunk.end ? deviceOffset : 0
+            if deviceOffset > chunk.end, deviceOffset <= total { actions.append(.resumed(offset: deviceOffset)) }
+        }
+        consecutiveLosses = 0
+        let before = planner.confirmedOffset
+        if case .invalidOffset(let bad) = planner.acknowledge(chunk, deviceOffset: deviceOffset) {
+            failed = true
+            return actions + [.fail(.offsetOutside(bad, total: total))]
+        }
+        if planner.confirmedOffset > before { lastProgress = now }
+        // The window grows only on answers that moved the upload on.
+        if linkResent ? window.lost() : planner.confirmedOffset > before && window.acknowledged() {
+            actions.append(.window(window))
+        }
+        return actions + afterAnswer(progressFrom: before)
+    }
+
+    /// The device answered `chunk` busy: send it again after a pause, up to a limit.
+    public mutating func busy(_ chunk: Chunk) -> [Action] {
+        guard !failed else { return [] }
+        let count = (busyCounts[chunk] ?? 0) + 1
+        busyCounts[chunk] = count
+        guard count <= limits.maximumBusyRetries else {
+            failed = true
+            return [.fail(.busy(chunk))]
+        }
+        return [.sendAgain(chunk, after: limits.busyRetryDelay)]
+    }
+
+    /// `chunk` got no answer within its timeout, after the session's resends: continue from the last
+    /// confirmed offset once the others drain, with half the window.
+    public mutating func lost(_ chunk: Chunk, now: SMPInstant = .zero) -> [Action] {
+        guard !failed else { return [] }
+        if chunk.offset == 0 { firstChunkPending = false }
+        busyCounts[chunk] = nil
+        consecutiveLosses += 1
+        losses += 1
+        var actions: [Action] = []
+        if window.lost() { actions.append(.window(window)) }
+        if let timeout = limits.progressTimeout, let since = lastProgress, now - since >= timeout {
+            failed = true
+            return actions + [.fail(.noAnswer(for: now - since, confirmed: planner.confirmedOffset, total: total))]
+        }
+        if consecutiveLosses > limits.maximumConsecutiveLosses {
+            failed = true
+            return actions + [.fail(.lostInARow(consecutiveLosses, confirmed: planner.confirmedOffset, total: total))]
+        }
+        if losses >= 8, losses * 4 > chunksSent {
+            failed = true
+            return actions + [.fail(.lossy(lost: losses, sent: chunksSent, confirmed: planner.confirmedOffset, total: total))]
+        }
+        let before = planner.confirmedOffset
+        planner.chunkLost(chunk)
+        return actions + afterAnswer(progressFrom: before)
+    }
+
+    private mutating func afterAnswer(progressFrom before: Int) -> [Action] {
+        if planner.confirmedOffset > before {
+            answersWithoutProgress = 0
+            return [.progress(confirmed: planner.confirmedOffset)]
+        }
+        answersWithoutProgress += 1
+        if answersWithoutProgress > 8 + 4 * limits.depth {
+            failed = true
+            return [.fail(.noProgress(confirmed: planner.confirmedOffset))]
+        }
+        return []
+    }
+}

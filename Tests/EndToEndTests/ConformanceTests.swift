@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+
+/// The shared Zephyr builds (../shared/firmware beside the repository, as on the development machines).
+enum SharedFirmware {
+    static let directory = TestEnvironment.repositoryRoot.appendingPathComponent("../shared/firmware").standardized
+    static let udpBuild = "zephyr_4.4.0_smp_server_0eae053d_native_sim_udp.exe"
+    static var hasUDPBuild: Bool {
+        FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent(udpBuild).path)
+    }
+    static var missingReason: String {
+        "needs the shared Zephyr builds at \(directory.path) (\(udpBuild)); skipped where they are absent"
+    }
+}
+
+/// smp-sim against the real firmware (issue 11.2): `Scripts/conformance.py` sends the same requests over
+/// UDP to the shared Zephyr 4.4.0 build native_sim_udp.exe and to `smp-sim --like native_sim_udp` and
+/// compares the answers field by field (its ALLOWED list names accepted differences with the reason).
+@Suite(
+    "Conformance with the real firmware",
+    .enabled(if: TestEnvironment.hasVenv, Comment(rawValue: TestEnvironment.venvMissingReason)),
+    .enabled(if: SharedFirmware.hasUDPBuild, Comment(rawValue: SharedFirmware.missingReason)))
+struct ConformanceTests {
+    @Test func udpAnswersMatchNativeSimUDP() async throws {
+        try TestEnvironment.requireBinaries()
+        let script = TestEnvironment.repositoryRoot.appendingPathComponent("Scripts/conformance.py").path
+        let result = try await ProcessRunner.run(
+            TestEnvironment.venvTool("python"),
+            [script, "--sim", TestEnvironment.smpSim.path, "--firmware", SharedFirmware.directory.path],
+            timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains(" 0 differences"), "\(result)")
+    }
+
+    /// `Scripts/conformance_serial.py`: requests and line-buffer probes (longest line, too long a line,
+    /// frames and lines back to back, packets at buf_size - 4) against each serial build and
+    /// `smp-sim --like` it over a pty.
+    @Test(arguments: ["native_sim_serial", "native_sim_serial_fs"])
+    func serialAnswersAndLineBuffersMatch(build: String) async throws {
+        try TestEnvironment.requireBinaries()
+        let script = TestEnvironment.repositoryRoot.appendingPathComponent("Scripts/conformance_serial.py").path
+        let result = try await ProcessRunner.run(
+            TestEnvironment.venvTool("python"),
+            [script, "--sim", TestEnvironment.smpSim.path, "--build", build, "--firmware", SharedFirmware.directory.path],
+            timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains(" 0 differences"), "\(result)")
+    }
+}

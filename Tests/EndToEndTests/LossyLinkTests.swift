@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+/// `smp` over links that lose data: every transfer completes and verifies, or fails clearly in time.
+@Suite("Lossy links", .serialized)
+struct LossyLinkTests {
+    /// A 1 MiB image upload through a UDP path that loses 10 % of the datagrams each way.
+    @Test func aMebibyteImageUploadThroughTenPercentLossCompletesAndVerifies() async throws {
+        try TestEnvironment.requireBinaries()
+        let (data, hash) = try DFUPackages.image(size: 1 << 20, seed: 10)
+        try await withSimulator(.udp, extraArguments: ["--slot-size", String(0x120000), "--buf-size", "2048"]) { session in
+            let file = try DFUPackages.write(data, "big.bin", in: session.directory)
+            let devicePort = try #require(session.sim.udpEndpoints.first?.port)
+            let proxy = try LossyUDPProxy(devicePort: devicePort, lossRate: 0.10, seed: 42)
+            defer { proxy.stop() }
+            let upload = try await ProcessRunner.run(
+                TestEnvironment.smp,
+                ["--device", "udp:127.0.0.1:\(proxy.port)", "--json", "image", "upload", file], timeout: 300)
+            #expect(upload.status == 0, "\(upload)")
+            #expect(proxy.dropped > 50, "the path lost \(proxy.dropped) of \(proxy.dropped + proxy.forwarded) datagrams")
+            // The device (asked directly) holds exactly the uploaded image in the second slot.
+            let slots = try await session.imageList()
+            #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
+        }
+    }
+}
+
+/// `smp` over a noisy serial line (issue: serial never retransmitted, so one flipped byte failed a
+/// transfer and dropped lines hung it for minutes).
+@Suite("Noisy serial lines", .serialized)
+struct NoisySerialTests {
+    static func withRelay<R>(
+        corruption: Double = 0, lineLoss: Double = 0,
+        simArguments: [String] = ["--buf-size", "2048", "--rx-lines", "0", "--fs-blocks", "0"],
+        _ body: (SimSession, SerialFaultRelay) async throws -> R
+    ) async throws -> R {
+        try TestEnvironment.requireBinaries()
+        return try await withSimulator(.serial, extraArguments: simArguments) { session in
+            let relay = try SerialFaultRelay(
+                devicePath: session.directory.path("tty"), corruption: corruption, lineLoss: lineLoss)
+            defer { relay.stop() }
+            return try await body(session, relay)
+        }
+    }
+
+    @Test func a256KiBImageUploadSurvivesOneCorruptByteInTenThousand() async throws {
+        let (data, hash) = try DFUPackages.image(size: 256 * 1024, seed: 12)
+        try await Self.withRelay(corruption: 1e-4) { session, relay in
+            let file = try DFUPackages.write(data, "img.bin", in: session.directory)
+            let upload = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
+            #expect(upload.status == 0, "\(upload)")
+            #expect(relay.corrupted > 0)
+            relay.stop()  // it holds the device's pty: ask the device directly now
+            let slots = try await session.imageList()
+            #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
+        }
+    }
+
+    @Test func aDownloadSurvivesCorruptBytes() async throws {
+        try await Self.withRelay(corruption: 1e-4) { session, relay in
+            let content = Data((0..<16 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+            let local = try DFUPackages.write(content, "f.bin", in: session.directory)
+            // Through the relay too (the relay holds the device's pty): the upload meets the same noise.
+            expectSuccess(
+                try await ProcessRunner.run(
+                    TestEnvironment.smp, ["--device", "serial:\(relay.path)", "fs", "upload", local, "/lfs1/f.bin"], timeout: 120))
+            let back = session.directory.path("back.bin")
+            let download = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "fs", "download", "/lfs1/f.bin", back], timeout: 120)
+            #expect(download.status == 0, "\(download)")
+            #expect(FileManager.default.contents(atPath: back) == content)
+            #expect(relay.corrupted > 0)
+        }
+    }
+
+    @Test func anImageUploadSurvivesLostLines() async throws {
+        let (data, hash) = try DFUPackages.image(size: 256 * 1024, seed: 13)
+        try await Self.withRelay(lineLoss: 0.03) { session, relay in
+            let file = try DFUPackages.write(data, "img.bin", in: session.directory)
+            let upload = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
+            #expect(upload.status == 0, "\(upload)")
+            #expect(relay.linesLost > 0)
+            relay.stop()  // it holds the device's pty: ask the device directly now
+            let slots = try await session.imageList()
+            #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
+        }
+    }
+}

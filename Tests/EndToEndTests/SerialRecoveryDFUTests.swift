@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `smp dfu` against MCUboot's serial recovery: the image goes to slot 0 without test or confirm, a
+/// reset boots it, and the application must then run the uploaded hash.
+@Suite(.serialized) struct SerialRecoveryDFUTests {
+    @Test("smp-sim in serial recovery (reset with boot mode 1): dfu uploads to slot 0, resets, the app runs it", arguments: Link.allCases)
+    func simulatorRecovery(_ link: Link) async throws {
+        try await withDFUSimulator(link) { session in
+            expectSuccess(try await session.smp("os", "reset", "--boot-mode", "1"))
+            try await Task.sleep(for: .milliseconds(500))
+            let inRecovery = try await session.imageList()
+            #expect(!inRecovery.contains { $0.active }, "\(inRecovery)")
+            let image = try DFUPackages.image(version: (2, 0, 0), seed: 41)
+            let package = try DFUPackages.write(image.data, "app.bin", in: session.directory)
+            let run = try await session.smp(["--json", "dfu", package, "--swap-time", "0.2"], timeout: 120)
+            expectSuccess(run)
+            let result = try #require(dfuResult(run))
+            #expect(result["serial_recovery"] as? Bool == true, "\(run)")
+            // No test or confirm was tried, and nothing claims a resume.
+            #expect(!run.stdout.contains("\"to\":\"test\"") && !run.stdout.contains("\"to\":\"confirm\""), "\(run)")
+            let images = result["images"] as? [[String: Any]] ?? []
+            #expect(images.allSatisfy { ($0["resumed_from"] as? Int ?? 0) == 0 }, "\(run)")
+            let after = try await session.imageList()
+            #expect(after.contains { $0.slot == 0 && $0.active && $0.hash == hex(image.hash) }, "\(after)")
+        }
+    }
+}
+
+/// The real MCUboot (mps2-an385 under QEMU) with no application: serial recovery, as the firmware README
+/// describes. About 30 s (each request ~60 ms under QEMU).
+@Suite(
+    .serialized,
+    .enabled(if: MCUbootRecoveryQEMU.available, "needs qemu-system-arm, socat and ../shared/firmware (or $SMP_FIRMWARE_DIR) with the mps2 build"))
+struct RealSerialRecoveryDFUTests {
+    @Test("MCUboot serial recovery under QEMU: smp dfu uploads the app to slot 0, resets, and the app runs its hash")
+    func mcubootRecovery() async throws {
+        let qemu = try MCUbootRecoveryQEMU()
+        defer { qemu.stop() }
+        let uri = "serial:\(qemu.tty)"
+        let list = expectSuccess(try await runSMP(["--device", uri, "--json", "image", "list"], timeout: 60))
+        #expect(list.stdout.contains("\"images\":[]"), "\(list)")
+        let run = try await runSMP(["--device", uri, "--json", "dfu", MCUbootRecoveryQEMU.application.path], timeout: 300)
+        expectSuccess(run)
+        let result = try #require(dfuResult(run))
+        #expect(result["serial_recovery"] as? Bool == true, "\(run)")
+        let images = result["images"] as? [[String: Any]] ?? []
+        #expect(images.allSatisfy { ($0["resumed_from"] as? Int ?? 0) == 0 }, "\(run)")
+        let hash = (images.first?["hash"] as? String) ?? "?"
+        let after = expectSuccess(try await runSMP(["--device", uri, "--json", "image", "list"], timeout: 60))
+        #expect(after.stdout.contains(hash) && after.stdout.contains("\"active\":true"), "\(after)")
+    }
+}
+
+/// QEMU's mps2-an385 with MCUboot alone, its UART bridged to a pty link by socat.
+final class MCUbootRecoveryQEMU: @unchecked Sendable {
+    static let prefix = "zephyr_4.4.0_smp_server_0eae053d_mps2_an385_serial_recovery_buf1024"
+    static var firmwareDirectory: URL {
+        ProcessInfo.processInfo.environment["SMP_FIRMWARE_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? TestEnvironment.repositoryRoot.deletingLastPathComponent().appendingPathComponent("shared/firmware")
+    }
+    static var bootloader: URL { firmwareDirectory.appendingPathComponent(prefix + ".hex") }
+    static var application: URL { firmwareDirectory.appendingPathComponent(prefix + ".signed.bin") }
+    static func tool(_ name: String) -> URL? {
+        ["/usr/bin", "/usr/local/bin"].map { URL(fileURLWithPath: $0).appendingPathComponent(name) }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+    static var available: Bool {
+        tool("qemu-system-arm") != nil && tool("socat") != nil
+            && FileManager.default.fileExists(atPath: bootloader.path)
+            && FileManager.default.fileExists(atPath: application.path)
+    }
+
+    let directory: URL
+    let tty: String
+    private let qemu = Process()
+    private let socat = Process()
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mcuboot-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        tty = directory.appendingPathComponent("tty").path
+        let port = try Self.freePort()
+        qemu.executableURL = Self.tool("qemu-system-arm")
+        qemu.arguments = [
+            "-cpu", "cortex-m3", "-machine", "mps2-an385", "-nographic",
+            "-chardev", "socket,id=con,host=127.0.0.1,port=\(port),server=on,wait=off",
+            "-serial", "chardev:con", "-serial", "null", "-monitor", "none",
+            "-device", "loader,file=\(Self.bootloader.path)",
+        ]
+        qemu.standardOutput = FileHandle.nullDevice
+        qemu.standardError = FileHandle.nullDevice
+        qemu.standardInput = FileHandle.nullDevice
+        try qemu.run()
+        // socat connects once QEMU listens.
+        var linked = false
+        for _ in 0..<50 where !linked {
+            usleep(100_000)
+            if socat.isRunning || FileManager.default.fileExists(atPath: tty) { break }
+            guard Self.listening(port) else { continue }
+            socat.executableURL = Self.tool("socat")
+            socat.arguments = ["pty,link=\(tty),raw,echo=0", "tcp:127.0.0.1:\(port)"]
+            socat.standardOutput = FileHandle.nullDevice
+            socat.standardError = FileHandle.nullDevice
+            try socat.run()
+            for _ in 0..<50 where !FileManager.default.fileExists(atPath: tty) { usleep(50_000) }
+            linked = FileManager.default.fileExists(atPath: tty)
+        }
+        guard linked else {
+            stop()
+            throw E2EError("QEMU's UART did not come up on 127.0.0.1:\(port)")
+        }
+        usleep(1_000_000)
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func listening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        // A probe connection would take QEMU's only client slot: only check the port is bound.
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } != 0
+    }
+
+    func stop() {
+        // SIGKILL: children of the test runner inherit its blocked signal mask (SIGTERM included).
+        for process in [socat, qemu] where process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

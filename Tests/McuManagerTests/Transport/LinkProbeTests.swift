@@ -1,0 +1,180 @@
+import Foundation
+import McuManager
+import McuMgrCore
+import McuMgrSimulator
+import Testing
+
+/// A serial console in front of a simulated device, with Zephyr's `uart_mcumgr` receive limits: a line
+/// longer than the device's line buffer, or a burst of more lines than it holds, loses the whole frame
+/// (no answer), as on the real native_sim builds.
+final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked Sendable {
+    let inner: InMemorySimulatorTransport
+    let device: LinkLimits.ConsoleLines
+    private let state: ManagerTestBox<(lines: LinkLimits.ConsoleLines, probed: Bool, dropped: [Int], delivered: [Int])>
+    let fixed: Bool
+    /// Firmware without `os params` answers it NOT_SUPPORTED (rc 8).
+    let parameters: Bool
+    private let handler = ManagerTestBox<(@Sendable (McuMgrTransportEvent) -> Void)?>(nil)
+
+    init(
+        deviceLines: LinkLimits.ConsoleLines, bufferSize: Int, fixed: LinkLimits.ConsoleLines? = nil, parameters: Bool = true,
+        memory: ConsoleLineMemory? = nil
+    ) {
+        self.parameters = parameters
+        self.consoleLineMemory = memory
+        var configuration = SimulatorConfiguration()
+        configuration.bufferSize = bufferSize
+        configuration.mountPoint = "/lfs1"
+        inner = InMemorySimulatorTransport(device: SimulatedDevice(configuration: configuration))
+        device = deviceLines
+        self.fixed = fixed != nil
+        state = ManagerTestBox((fixed ?? .zephyrDefault, false, [], []))
+    }
+
+    var name: String { "serial:line-buffered" }
+    var mtu: Int { linkLimits.maximumPacketSize }
+    var sessionDefaults: SMPSessionConfiguration { SMPSessionConfiguration(window: 1, adaptiveRetransmit: true) }
+    var linkLimits: LinkLimits {
+        LinkLimits(maximumPacketSize: currentConsoleLines.largestPacketPerBurst, consoleLines: currentConsoleLines, framesInFlight: 1)
+    }
+    func maximumPacketSize(deviceBufferSize: Int) -> Int { min(mtu, deviceBufferSize - 4) }
+
+    var currentConsoleLines: LinkLimits.ConsoleLines { state.current.lines }
+    var lineGap: Duration { .milliseconds(20) }
+    let consoleLineMemory: ConsoleLineMemory?
+    var needsConsoleProbe: Bool { !fixed && !state.current.probed }
+    func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool) {
+        state.withValue {
+            $0.lines = lines
+            if final { $0.probed = true }
+        }
+    }
+    /// Sizes of the packets the device never saw.
+    var dropped: [Int] { state.current.dropped }
+    /// Sizes of the packets the device got.
+    var delivered: [Int] { state.current.delivered }
+
+    func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
+        self.handler.withValue { $0 = handler }
+        try await inner.open(handler)
+    }
+    func close() async { await inner.close() }
+
+    func send(_ packet: [UInt8]) throws {
+        let lines = currentConsoleLines
+        let frame = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
+        // Each burst (paced by the transport) must fit the device's line buffers.
+        let fits = frame.allSatisfy { $0.count <= device.length } && min(lines.count, frame.count) <= device.count
+            && packet.count + 4 <= inner.device.configuration.bufferSize
+        state.withValue { fits ? $0.delivered.append(packet.count) : $0.dropped.append(packet.count) }
+        guard fits else { return }
+        if !parameters, let request = try? SMPPacket(decoding: packet), request.header.group == .os,
+            request.header.command.rawValue == 6
+        {
+            var header = request.header
+            header.operation = header.operation.response
+            let answer = SMPPacket(header: header, payload: CBOR.map([CBORMapEntry(key: "rc", value: .int(8))]).encoded)
+            handler.current?(.packet(answer.bytes))
+            return
+        }
+        try inner.send(packet)
+    }
+}
+
+@Suite("Link probe: console line limits learned from the device")
+struct LinkProbeTests {
+    static func upload(_ size: Int, over transport: LineBufferedConsoleTransport) async throws -> FileSystemManager.TransferResult {
+        let client = McuMgrClient(transport: transport, configuration: .init(timeout: .seconds(5)))
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString).bin")
+        try Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let result = try await FileSystemManager(client: client).upload(url, to: "/lfs1/probe.bin")
+        await client.close()
+        return result
+    }
+
+    @Test func zephyrDefaultsStayAndTheUploadLosesNothing() async throws {
+        let transport = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384)
+        let result = try await Self.upload(4096, over: transport)
+        #expect(result.bytes == 4096)
+        #expect(transport.currentConsoleLines == .zephyrDefault)
+        // One longer line and one longer burst were tried and lost; nothing else.
+        #expect(transport.dropped.count == 2, "dropped: \(transport.dropped)")
+        #expect(transport.delivered.allSatisfy { $0 <= 182 })
+    }
+
+    @Test func longerLinesAndMoreLinesAreLearnedWithinTheSMPBuffer() async throws {
+        let transport = LineBufferedConsoleTransport(deviceLines: .init(length: 511, count: 3), bufferSize: 1024)
+        _ = try await Self.upload(4096, over: transport)
+        #expect(transport.currentConsoleLines == .init(length: 511, count: 3))
+        #expect(transport.dropped.count == 1, "only the 1023-byte line is lost: \(transport.dropped)")
+        #expect(transport.delivered.max() == 1020, "chunks fill the SMP buffer less length and CRC")
+    }
+
+    @Test func aDeviceWithManyLinesButShortOnesGetsMoreLines() async throws {
+        let transport = LineBufferedConsoleTransport(deviceLines: .init(length: 127, count: 32), bufferSize: 2048)
+        _ = try await Self.upload(4096, over: transport)
+        let learned = transport.currentConsoleLines
+        #expect(learned.length == 127)
+        #expect(learned.count == learned.lines(forPacket: 2044))
+        #expect(transport.delivered.max() == 2044)
+    }
+
+    @Test func smallUploadsAndFixedLimitsSendNoProbe() async throws {
+        let small = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384)
+        _ = try await Self.upload(1000, over: small)
+        #expect(small.dropped.isEmpty)
+        #expect(small.needsConsoleProbe, "a small upload leaves probing for a later, longer one")
+
+        let fixed = LineBufferedConsoleTransport(
+            deviceLines: .init(length: 511, count: 4), bufferSize: 1024, fixed: .init(length: 255, count: 2))
+        _ = try await Self.upload(4096, over: fixed)
+        #expect(fixed.dropped.isEmpty)
+        #expect(fixed.currentConsoleLines == .init(length: 255, count: 2))
+    }
+
+    @Test func withoutParametersTheLargestAnsweredPacketIsFoundFirst() async throws {
+        // A device with a 128-byte SMP buffer that does not tell it: 182-byte frames would be lost.
+        let transport = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 128, parameters: false)
+        let result = try await Self.upload(4096, over: transport)
+        #expect(result.bytes == 4096)
+        #expect(transport.delivered.max().map { $0 + 4 <= 128 } == true, "\(transport.delivered)")
+        // 2044, 1020, 508, 380 and 252 bytes are tried and lost before 124 is answered.
+        #expect(transport.dropped.count == 5, "\(transport.dropped)")
+    }
+
+    @Test func whatWasLearnedIsRememberedForTheNextConnection() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("lines-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let memory = ConsoleLineMemory(file: file)
+        let first = LineBufferedConsoleTransport(deviceLines: .init(length: 511, count: 3), bufferSize: 1024, memory: memory)
+        _ = try await Self.upload(4096, over: first)
+        #expect(memory.recall(first.name) == .init(length: 511, count: 3))
+        // The next connection checks the remembered limits with one frame and loses nothing.
+        let second = LineBufferedConsoleTransport(deviceLines: .init(length: 511, count: 3), bufferSize: 1024, memory: memory)
+        _ = try await Self.upload(4096, over: second)
+        #expect(second.dropped.isEmpty, "\(second.dropped)")
+        #expect(second.currentConsoleLines == .init(length: 511, count: 3))
+        // Another board on the same port with smaller buffers: the check fails and the probe runs again.
+        let other = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384, memory: memory)
+        _ = try await Self.upload(4096, over: other)
+        #expect(other.currentConsoleLines == .zephyrDefault)
+        #expect(memory.recall(other.name) == .zephyrDefault)
+        // A device that takes only the defaults is not probed again.
+        let again = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384, memory: memory)
+        _ = try await Self.upload(4096, over: again)
+        #expect(again.dropped.isEmpty)
+    }
+
+    @Test func echoPayloadsHaveTheAskedPacketSize() throws {
+        for size in [12, 24, 30, 40, 100, 182, 276, 377, 1020, 2044, 70_000] {
+            let payload = LinkProbe.echoPayload(packetSize: size)
+            let total = SMPHeader.size + payload.count
+            #expect(total <= size && total >= size - 2, "\(size) -> \(total)")
+            guard case .map(let entries) = try CBOR(decoding: payload), case .text = entries.first?.value else {
+                Issue.record("not an echo map")
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Testing
+
+@testable import McuMgrCore
+
+/// Console line arithmetic checked against what `ConsoleSerialCodec` really produces.
+@Suite struct LinkLimitsTests {
+    typealias Lines = LinkLimits.ConsoleLines
+
+    static func packet(_ size: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) } }
+
+    @Test func zephyrDefaultsCarry182BytePacketsInTwoLines() {
+        let lines = Lines.zephyrDefault
+        #expect(lines.length == 127)
+        #expect(lines.count == 2)
+        #expect(lines.charactersPerLine == 124)
+        #expect(lines.largestPacketPerBurst == 182)
+        let frame = ConsoleSerialCodec(maximumLineLength: 127).encode(Self.packet(182))
+        #expect(frame.count == 2)
+        #expect(frame.allSatisfy { $0.count <= 127 })
+        #expect(ConsoleSerialCodec(maximumLineLength: 127).encode(Self.packet(183)).count == 3)
+    }
+
+    @Test(arguments: [7, 8, 11, 64, 127, 128, 131, 255, 511, 512, 1023])
+    func largestPacketIsExactForEveryLineCount(length: Int) {
+        let codec = ConsoleSerialCodec(maximumLineLength: length)
+        for count in 1...6 {
+            let lines = Lines(length: length, count: count)
+            let largest = lines.largestPacket(inLines: count)
+            guard largest > 0 else { continue }
+            let frame = codec.encode(Self.packet(largest))
+            #expect(frame.count <= count, "\(largest) B at \(length) B lines must fit \(count) lines")
+            #expect(frame.allSatisfy { $0.count <= length })
+            #expect(codec.encode(Self.packet(largest + 1)).count > count, "\(largest + 1) B must not fit \(count) lines")
+        }
+    }
+
+    @Test func linesForPacketMatchesTheEncoder() {
+        for length in [7, 127, 511] {
+            let codec = ConsoleSerialCodec(maximumLineLength: length)
+            let lines = Lines(length: length, count: 2)
+            for size in [0, 1, 2, 8, 100, 182, 183, 380, 1020, 2044] {
+                #expect(lines.lines(forPacket: size) == codec.encode(Self.packet(size)).count, "\(size) B at \(length)")
+            }
+        }
+    }
+
+    @Test func burstsCutAFrameIntoGroupsOfTheLineCountOneGapApart() {
+        let frame = (0..<5).map { [UInt8($0)] }
+        let bursts = Lines(length: 127, count: 2).bursts(of: frame, gap: .milliseconds(20))
+        #expect(bursts.map { Array($0.lines) } == [[[0], [1]], [[2], [3]], [[4]]])
+        #expect(bursts.map(\.delay) == [.zero, .milliseconds(20), .milliseconds(40)])
+        let single = Lines(length: 127, count: 2).bursts(of: Array(frame.prefix(2)), gap: .milliseconds(20))
+        #expect(single.count == 1)
+        #expect(single[0].delay == .zero)
+        #expect(Lines(length: 127, count: 2).bursts(of: [], gap: .milliseconds(20)).isEmpty)
+    }
+
+    @Test func limitsClampNonsenseAndDescribeThemselves() {
+        let limits = LinkLimits(maximumPacketSize: 3, consoleLines: Lines(length: 2, count: 0), framesInFlight: 0, byteAlignment: 0)
+        #expect(limits.maximumPacketSize == SMPHeader.size + 1)
+        #expect(limits.consoleLines == Lines(length: 7, count: 1))
+        #expect(limits.framesInFlight == 1)
+        #expect(limits.byteAlignment == 1)
+        let described = LinkLimits(maximumPacketSize: 182, consoleLines: .zephyrDefault, deviceBufferSize: 384, deviceBufferCount: 4)
+            .description
+        #expect(described.contains("packet 182 B"))
+        #expect(described.contains("2 lines of 127 B"))
+        #expect(described.contains("4 x 384 B"))
+        #expect(LinkLimits(maximumPacketSize: 1472, framesInFlight: 255).description.contains("as the device's buffers allow"))
+    }
+}
+
+@Suite struct RoundTripEstimatorTests {
+    @Test func firstSampleSetsSmoothedAndHalfVariation() {
+        var e = RoundTripEstimator(initial: .seconds(1), floor: .milliseconds(10), ceiling: .seconds(60))
+        #expect(e.timeout == .seconds(1))
+        e.record(.milliseconds(100))
+        #expect(e.smoothed == .milliseconds(100))
+        #expect(e.variation == .milliseconds(50))
+        #expect(e.timeout == .milliseconds(300))
+    }
+
+    @Test func steadyRoundTripsShrinkTheTimeoutTowardsTheRoundTripButNotBelowTheFloor() {
+        var e = RoundTripEstimator(floor: .milliseconds(150))
+        for _ in 0..<50 { e.record(.milliseconds(100)) }
+        #expect(e.smoothed == .milliseconds(100))
+        #expect(e.timeout >= .milliseconds(150))
+        #expect(e.timeout < .milliseconds(160))
+        var fast = RoundTripEstimator(floor: .milliseconds(200))
+        for _ in 0..<50 { fast.record(.milliseconds(10)) }
+        #expect(fast.timeout == .milliseconds(200))
+    }
+
+    @Test func aSlowOutlierWidensTheTimeout() {
+        var e = RoundTripEstimator(floor: .milliseconds(1))
+        for _ in 0..<20 { e.record(.milliseconds(20)) }
+        let before = e.timeout
+        e.record(.milliseconds(400))
+        #expect(e.timeout > before + .milliseconds(150))
+    }
+
+    @Test func backoffDoublesPerResendUpToTheCeiling() {
+        var e = RoundTripEstimator(floor: .milliseconds(100), ceiling: .seconds(1))
+        e.record(.milliseconds(40))  // rto = 40 + 4 * 20 = 120
+        #expect(e.timeout(attempt: 1) == .milliseconds(120))
+        #expect(e.timeout(attempt: 2) == .milliseconds(240))
+        #expect(e.timeout(attempt: 3) == .milliseconds(480))
+        #expect(e.timeout(attempt: 4) == .milliseconds(960))
+        #expect(e.timeout(attempt: 5) == .seconds(1))
+        #expect(e.timeout(attempt: 40) == .seconds(1))
+    }
+}
+
+@Suite struct CongestionWindowTests {
+    @Test func startsAtTheCeilingHalvesOnLossAndNeverGoesBelowOne() {
+        var w = CongestionWindow(ceiling: 8)
+        #expect(w.value == 8)
+        let halved = w.lost()
+        #expect(halved)
+        #expect(w.value == 4)
+        w.lost()
+        #expect(w.value == 2)
+        w.lost()
+        #expect(w.value == 1)
+        let changed = w.lost()
+        #expect(!changed)
+        #expect(w.value == 1)
+    }
+
+    @Test func growsByAboutOnePerWindowOfAnswersUpToTheCeiling() {
+        var w = CongestionWindow(ceiling: 6, initial: 2)
+        #expect(w.value == 2)
+        for _ in 0..<3 { w.acknowledged() }  // 2 + 1/2 + 1/2.5 + 1/2.9
+        #expect(w.value == 3)
+        for _ in 0..<3 { w.acknowledged() }
+        #expect(w.value == 4)
+        for _ in 0..<100 { w.acknowledged() }
+        #expect(w.value == 6)
+        w.setCeiling(3)
+        #expect(w.value == 3)
+        #expect(CongestionWindow(ceiling: 0).value == 1)
+        #expect(CongestionWindow(ceiling: 4, initial: 9).value == 4)
+    }
+}
