@@ -66,6 +66,9 @@ rig_start() {
     rig_dir="$(sed -n 's/^dir //p' <<<"$out")"
     rig_device="$(sed -n 's/^device //p' <<<"$out")"
     rig_address="$(sed -n 's/^address //p' <<<"$out")"
+    # What smp learns about a serial link is cached per device path: a cache of each device's own (a
+    # fresh device; the ptys are reused), shared by the runs on it as a user's commands share it.
+    export XDG_CACHE_HOME="$rig_dir/cache"
 }
 rig_stop() { [[ -n "$rig_dir" ]] && bash "$rig" stop "$rig_dir"; rig_dir=""; }
 

@@ -87,8 +87,13 @@ final class FirmwareRig: @unchecked Sendable {
     }
 
     /// Runs `smp --device <rig> ARGS` with default options and a hard timeout: a hang fails the test.
+    /// What smp learns about a serial link is cached per device path (`$XDG_CACHE_HOME/smp`); each rig
+    /// has a cache of its own, as a fresh device would (ptys are reused by the next build), which the
+    /// runs on that rig share, as a user's successive commands do.
     func smp(_ arguments: [String], timeout: Double) async throws -> ProcessResult {
-        try await ProcessRunner.run(TestEnvironment.smp, ["--device", device] + arguments, timeout: timeout)
+        try await ProcessRunner.run(
+            TestEnvironment.smp, ["--device", device] + arguments, timeout: timeout,
+            environment: ["XDG_CACHE_HOME": rigDirectory + "/cache"])
     }
 
     func smp(_ arguments: String..., timeout: Double = 30) async throws -> ProcessResult {
