@@ -120,7 +120,7 @@ free_tcp_port() {
 
 # The pids holding UDP port $udp_port, space-separated (empty when the port is free).
 udp_port_holders() {
-    ss -H -uapn "sport = :$udp_port" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | tr '\n' ' '
+    { ss -H -uapn "sport = :$udp_port" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | tr '\n' ' '; } || true
 }
 
 # Whether the rig being started is still wanted: its owner (if any) runs and nobody stopped it.
