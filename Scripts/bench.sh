@@ -7,6 +7,8 @@
 #   (c) `smp os echo` as a whole process, median of 20 runs over UDP
 #   (d) a 1 MiB MCUboot image: `smp dfu --mode upload-only` against `smpmgr upgrade`, over UDP and over the
 #       1,000,000 baud pty, with the serial ceiling for image-upload chunks
+#   (e) the real Zephyr / MCUboot builds: Scripts/bench-firmware.sh (echo, 4 KiB fs transfers, image uploads
+#       through MCUboot serial recovery and on a Cortex-M0 under QEMU, against smpclient)
 # Timing: both clients over the upload phase (smp's --json transfer_seconds; smpclient's upload loop);
 # smp also as a whole process. Best of BENCH_RUNS runs each.
 # Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000)
@@ -248,3 +250,11 @@ print(f"dfu serial 1MiB image @ {baud} baud: smp dfu upload phase {size/dfu_seri
       f" {100*size/dfu_serial/ceiling:.1f}% of ceiling (target >= 90%); whole process {dfu_serial_wall:.2f} s;"
       f" smpmgr upgrade {mgr_serial:.2f} s whole process, ratio {mgr_serial/dfu_serial_wall:.2f}x")
 PY
+
+# (e) the real Zephyr / MCUboot builds (../shared/firmware or $SMP_FIRMWARE_DIR): smp against smpclient
+# on echo, 4 KiB fs transfers and image uploads; rows print FAILED when a client fails (bounded runs).
+if [[ -d "${SMP_FIRMWARE_DIR:-$repo/../shared/firmware}" ]]; then
+    bash Scripts/bench-firmware.sh --no-build
+else
+    echo "real firmware: skipped (no ${SMP_FIRMWARE_DIR:-$repo/../shared/firmware}; set SMP_FIRMWARE_DIR)"
+fi
