@@ -70,6 +70,10 @@ public struct FirmwareUpgradeSummary: Sendable, Hashable {
     /// Whether the device was in MCUboot's serial recovery: the images went to their primary slot (slot 0),
     /// without test or confirm.
     public var serialRecovery: Bool = false
+    /// What was checked to know the device runs the new images, when the usual check (the application's
+    /// image list after the reset) was not possible: single-application MCUboot, whose application has no
+    /// image group. Nil when the application's image list was checked.
+    public var verified: String?
 
     public init(
         mode: FirmwareUpgradeMode, bootloaderMode: BootloaderModeKind, uploadedImages: [Int] = [],
