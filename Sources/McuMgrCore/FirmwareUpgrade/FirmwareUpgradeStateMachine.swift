@@ -577,6 +577,13 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func validate(_ slots: [DeviceImageSlot]) {
+        if singleApp, serialRecovery, slots.contains(where: \.active) {
+            // An application flags its running slot; MCUboot's serial recovery never does.
+            fail("after the reset into the bootloader (boot_mode 1) the application answered again (its image list has an "
+                + "active slot), not MCUboot's serial recovery. The application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and "
+                + "MCUboot serial recovery with boot-mode entry (or enter recovery by hand), then run the upgrade again")
+            return
+        }
         if !slots.contains(where: \.active), !serialRecovery, !flow.suit, configuration.bootloaderMode == nil,
             bootloaderName == nil, mode == .unknown
         {

@@ -122,6 +122,17 @@ import Testing
         #expect(!d(failed).contains(.reset(.bootloader)), "no second reset")
     }
 
+    @Test func anApplicationWithAnImageGroupAnsweringAfterTheBootModeResetIsNotRecovery() {
+        var m = FW.machine(bootloader: .singleApplicationSlot)
+        #expect(d(m.imageListReceived(FW.runningOld())) == [.reset(.bootloader)])
+        _ = FW.rebootAndReconnect(&m, at: 2)
+        // The application came back (its list flags the running slot): no upload through its image group.
+        let failed = m.imageListReceived(FW.runningOld())
+        #expect(!d(failed).contains { if case .upload = $0 { true } else { false } })
+        let message = FW.failure(failed)?.message ?? ""
+        #expect(message.contains("the application answered again") && message.contains("not MCUboot's serial recovery"), "\(message)")
+    }
+
     @Test func noImageGroupWithoutSingleAppModeFailsWithAHint() {
         var m = FW.Machine(images: [FW.image()], configuration: .init())
         _ = m.start(now: FW.t(0))
