@@ -98,7 +98,9 @@ final class DFUView: @unchecked Sendable {
             line("done: " + Self.summaryText(result))
             if let verified = result.summary.verified { line("verified: \(verified)") }
             if !result.finalImages.isEmpty {
-                line(result.summary.verified != nil ? "MCUboot's serial recovery listed, before the reset:" : "device images:")
+                // A single-app application has no image list: what is shown is what serial recovery listed.
+                let fromRecovery = result.summary.serialRecovery && !result.finalImages.contains { $0.active }
+                line(fromRecovery ? "MCUboot's serial recovery listed, before the reset:" : "device images:")
                 for slot in result.finalImages { line("  " + Self.slotText(slot)) }
             }
         case .failed(let state, _):

@@ -200,7 +200,8 @@ import Testing
         #expect(d(m.uploadFinished(image: 0)) == [.requestImageList], "slot 0 checked in recovery")
         #expect(d(m.imageListReceived([.init(slot: 0, hash: FW.new, confirmed: true)])) == [.reset(.normal)])
         _ = FW.rebootAndReconnect(&m, at: 200)
-        #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])) != nil)
+        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)]))
+        #expect(summary?.verified?.hasSuffix("the application's image list shows the uploaded hash running") == true, "\(String(describing: summary))")
     }
 
     @Test func singleSlotUploadsToThePrimaryAndResets() {
