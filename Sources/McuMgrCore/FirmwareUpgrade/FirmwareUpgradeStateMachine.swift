@@ -568,10 +568,6 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
             targets = images.map { Target(image: $0, needsUpload: true, write: nil, needsReset: false) }
             startUpload(pipelineDepth: pipelineDepth)
-        } else if singleApp, configuration.bootloaderMode != nil {
-            // Told single-application mode: its application has no image group, so do not ask it.
-            notes.append("single-application MCUboot (as given): the upgrade goes through MCUboot's serial recovery")
-            resetIntoRecovery()
         } else {
             go(.validate)
             request(.requestImageList)
@@ -579,6 +575,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func validate(_ slots: [DeviceImageSlot]) {
+        if singleApp, !serialRecovery, !slots.contains(where: \.active) {
+            // Single-app given, and the device lists its slots without `active`: MCUboot's serial recovery
+            // already answers (a reset from there would boot the application instead).
+            bufferSize = nil
+            bufferCount = 1
+            serialRecovery = true
+            notes.append("the device already answers from MCUboot's serial recovery: the image goes to slot 0 without another reset")
+        }
         if singleApp, serialRecovery, slots.contains(where: \.active) {
             // An application flags its running slot; MCUboot's serial recovery never does.
             fail("after the reset into the bootloader (boot_mode 1) the application answered again (its image list has an "

@@ -63,15 +63,33 @@ import Testing
         #expect(FW.states(all) == [.reset, .reconnect, .validate, .upload, .reset, .reconnect, .success])
     }
 
-    @Test func aGivenSingleAppModeDoesNotAskTheApplicationForItsImageList() {
+    @Test func aGivenSingleAppModeSkipsBootloaderInfoAndGoesThroughRecovery() {
         var config = FirmwareUpgradeConfiguration(upgradeMode: .confirmOnly)
         config.bootloaderMode = .singleApplicationSlot
         var m = FW.Machine(images: [FW.image()], configuration: config)
         _ = m.start(now: FW.t(0))
-        // No bootloader info, no image list: straight into recovery.
-        #expect(d(m.parametersReceived(bufferSize: 384, bufferCount: 4)) == [.reset(.bootloader)])
+        // No bootloader info; the image list tells the application (rc 8) from serial recovery (a list).
+        #expect(d(m.parametersReceived(bufferSize: 384, bufferCount: 4)) == [.requestImageList])
+        #expect(d(m.imageListUnsupported("rc 8", now: FW.t(1))) == [.reset(.bootloader)])
         #expect(d(FW.rebootAndReconnect(&m)) == [.requestImageList])
         #expect(d(m.imageListReceived(Self.recovery(FW.old))) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
+    }
+
+    @Test func aGivenSingleAppModeOnADeviceAlreadyInRecoveryUploadsWithoutAReset() {
+        // MCUboot ignores boot_mode: a reset from recovery would boot the application (measured on the mps2 build).
+        var config = FirmwareUpgradeConfiguration(upgradeMode: .confirmOnly)
+        config.bootloaderMode = .singleApplicationSlot
+        var m = FW.Machine(images: [FW.image()], configuration: config)
+        _ = m.start(now: FW.t(0))
+        _ = m.parametersReceived(bufferSize: 1024, bufferCount: 1)
+        #expect(d(m.imageListReceived(Self.recovery(FW.old))) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
+        #expect(m.isSerialRecovery)
+        #expect(d(m.uploadFinished(image: 0)) == [.requestImageList])
+        #expect(d(m.imageListReceived(Self.recovery(FW.new))) == [.reset(.normal)])
+        _ = FW.rebootAndReconnect(&m, at: 20)
+        let summary = FW.summary(m.imageListUnsupported("rc 8", now: FW.t(22)))
+        #expect(summary?.notes.contains { $0.contains("already answers from MCUboot's serial recovery") } == true)
+        #expect(summary?.didReset == true)
     }
 
     @Test func aGivenPipelineDepthIsCappedToRecoverysOneBuffer() {
