@@ -15,8 +15,8 @@ struct DFUCase: Sendable, CustomStringConvertible {
     var isDirectXIP: Bool { bootloader.hasPrefix("direct-xip") }
     /// Single-application MCUboot: the application has no image group; the upgrade goes through serial recovery.
     var isSingleApp: Bool { bootloader == "single-app" }
-    /// Options `smp dfu` gets besides the mode: one single-app cell is told the bootloader mode (it then does
-    /// not ask the application), the other finds it (mode 0 and rc 8 to the image list).
+    /// Options `smp dfu` gets besides the mode: one single-app cell is told the bootloader mode (no bootloader
+    /// info asked), the other finds it (mode 0 from bootloader info, then rc 8 to the image list).
     var dfuOptions: [String] { isSingleApp && mode == "test-and-confirm" ? ["--bootloader-mode", "single-app"] : [] }
 
     /// Every upgrade mode for every MCUboot mode it applies to; swap-scratch over both links, the others
