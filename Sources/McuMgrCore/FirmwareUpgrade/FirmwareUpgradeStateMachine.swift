@@ -719,9 +719,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     /// Serial recovery's image list after the upload: slot 0 should hold the uploaded hash. Another hash
-    /// there fails the upgrade. No image listed is tolerated: the real MCUboot (mps2 build under QEMU)
-    /// lists nothing in slot 0 right after a recovery upload and lists the image only after a reboot, while
-    /// a reset boots it; the check then rests on the application answering after the reset.
+    /// there fails the upgrade. No image listed is tolerated: the real MCUboot (mps2 build under QEMU), when
+    /// it started without a bootable image, lists nothing in slot 0 right after a recovery upload (entered
+    /// from its application with boot_mode 1 it lists the new hash), and a reset boots the image all the
+    /// same; the check then rests on the application answering after the reset.
     private mutating func checkRecovery(_ slots: [DeviceImageSlot]) {
         var checked: [String] = []
         var unlisted: [Int] = []
