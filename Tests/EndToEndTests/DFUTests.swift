@@ -13,6 +13,11 @@ struct DFUCase: Sendable, CustomStringConvertible {
     /// MCUboot modes that can revert a test boot.
     var reverts: Bool { ["swap-scratch", "swap-move", "swap-offset", "direct-xip-revert"].contains(bootloader) }
     var isDirectXIP: Bool { bootloader.hasPrefix("direct-xip") }
+    /// Single-application MCUboot: the application has no image group; the upgrade goes through serial recovery.
+    var isSingleApp: Bool { bootloader == "single-app" }
+    /// Options `smp dfu` gets besides the mode: one single-app cell is told the bootloader mode (no bootloader
+    /// info asked), the other finds it (mode 0 from bootloader info, then rc 8 to the image list).
+    var dfuOptions: [String] { isSingleApp && mode == "test-and-confirm" ? ["--bootloader-mode", "single-app"] : [] }
 
     /// Every upgrade mode for every MCUboot mode it applies to; swap-scratch over both links, the others
     /// alternating between the pty and UDP so both links see every mode.
@@ -21,7 +26,7 @@ struct DFUCase: Sendable, CustomStringConvertible {
         let plan: [(String, [String])] = [
             ("swap-move", modes), ("swap-offset", modes), ("overwrite", modes), ("direct-xip-revert", modes),
             ("direct-xip", ["confirm-only", "test-only", "upload-only"]), ("ram-load", ["confirm-only", "upload-only"]),
-            ("firmware-loader", ["confirm-only", "test-and-confirm"]), ("single-app", ["confirm-only"]),
+            ("firmware-loader", ["confirm-only", "test-and-confirm"]), ("single-app", ["confirm-only", "test-and-confirm"]),
         ]
         var cases = modes.flatMap { mode in Link.allCases.map { DFUCase(bootloader: "swap-scratch", mode: mode, link: $0) } }
         var index = 0
@@ -61,20 +66,60 @@ struct DFUTests {
 
     @Test("each upgrade mode on each MCUboot mode", arguments: DFUCase.matrix)
     func matrix(_ test: DFUCase) async throws {
-        guard test.bootloader == "single-app" else {
-            try await withDFUSimulator(test.link, extraArguments: Self.simArguments(test.link, bootloader: test.bootloader)) { session in
-                try await Self.check(test, session)
-            }
-            return
-        }
-        // Known client issue: under single-application MCUboot the Zephyr application has no image group
-        // (MCUMGR_GRP_IMG depends on !MCUBOOT_BOOTLOADER_MODE_SINGLE_APP; smp-sim now answers rc 8 as such
-        // a build does), but `smp dfu` reads the image list before it resets into serial recovery.
-        await withKnownIssue("smp dfu reads the image list of a single-app application, which has none") {
-            try await withDFUSimulator(test.link, extraArguments: Self.simArguments(test.link, bootloader: test.bootloader)) { session in
+        try await withDFUSimulator(test.link, extraArguments: Self.simArguments(test.link, bootloader: test.bootloader)) { session in
+            if test.isSingleApp {
+                try await Self.checkSingleApp(test, session)
+            } else {
                 try await Self.check(test, session)
             }
         }
+    }
+
+    /// Single-application MCUboot: the Zephyr application has no image group (MCUMGR_GRP_IMG depends on
+    /// !MCUBOOT_BOOTLOADER_MODE_SINGLE_APP; smp-sim answers rc 8 as such a build does), so nothing here
+    /// lists the application's images. `smp dfu` goes through serial recovery; afterwards the application
+    /// answers bootloader info (recovery answers rc 8), and serial recovery, entered with boot mode 1,
+    /// lists slot 0 with the new hash.
+    static func checkSingleApp(_ test: DFUCase, _ session: SimSession) async throws {
+        let (package, newHash) = try Self.package(for: test, in: session.directory)
+        let run = try await session.smp(
+            ["--json", "dfu", package, "--mode", test.mode, "--swap-time", "0.2"] + test.dfuOptions, timeout: 90)
+        expectSuccess(run)
+        let result = dfuResult(run) ?? [:]
+        #expect(result["status"] as? String == "success")
+        #expect(jsonInt(result["bootloader_mode"]) == 0)
+        #expect(result["serial_recovery"] as? Bool == true)
+        #expect(result["reset"] as? Bool == true)
+        #expect((result["uploaded"] as? [Any])?.count == 1, "\(result)")
+        let verified = result["verified"] as? String ?? ""
+        #expect(verified.contains("slot 0 with the uploaded hash") && verified.contains(newHash), "\(verified)")
+        // No test or confirm: MCUboot's serial recovery has neither.
+        let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+        #expect(!states.contains("test") && !states.contains("confirm"), "\(states)")
+        let logs = dfuEvents(run).compactMap { $0["message"] as? String }
+        #expect(logs.contains { $0.contains("into MCUboot's serial recovery (boot mode 1)") }, "\(logs)")
+        if test.mode != "confirm-only" {
+            #expect((result["notes"] as? [String])?.contains { $0.contains("cannot test-boot") } == true, "\(result)")
+        }
+
+        // The application runs: it answers bootloader info with mode 0.
+        let application = try await session.smp(["--timeout", "2", "os", "bootloader", "mode"])
+        expectSuccess(application)
+        #expect(application.stdout.contains("mode 0"), "\(application)")
+        // Serial recovery lists slot 0 with the new hash; a normal reset boots the application again.
+        expectSuccess(try await session.smp("os", "reset", "--boot-mode", "1"))
+        try await Task.sleep(for: .milliseconds(500))
+        let recovery = try await session.imageList()
+        #expect(recovery.contains { $0.slot == 0 && $0.hash == newHash }, "\(recovery)")
+        expectSuccess(try await session.smp("os", "reset"))
+        try await Task.sleep(for: .milliseconds(500))
+        var back: ProcessResult?
+        for _ in 0..<20 {
+            back = try await session.smp(["--timeout", "1", "os", "bootloader", "mode"], timeout: 20)
+            if back?.status == 0 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(back?.status == 0 && back?.stdout.contains("mode 0") == true, "the application is back: \(back.map { "\($0)" } ?? "")")
     }
 
     static func check(_ test: DFUCase, _ session: SimSession) async throws {

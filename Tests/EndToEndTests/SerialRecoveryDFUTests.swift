@@ -56,6 +56,60 @@ struct RealSerialRecoveryDFUTests {
     }
 }
 
+/// The same real MCUboot and its Zephyr application, upgraded as `smp dfu --bootloader-mode single-app` does:
+/// the application (which builds in CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE) resets into serial recovery with
+/// boot mode 1, the image goes to slot 0 there, and a reset boots it. The build runs MCUboot in RAM-load
+/// mode, not single-app, so its application still lists its images: the test reads them at the end.
+/// QEMU is started with MCUboot alone (a loader for the application would write the old one back on every
+/// reset); the application is installed through recovery first. About 30 s.
+@Suite(
+    .serialized,
+    .enabled(if: MCUbootRecoveryQEMU.available && TestEnvironment.hasVenv, "needs qemu-system-arm, socat, the mps2 build and the venv's imgtool"))
+struct RealSingleApplicationDFUTests {
+    @Test("the real Zephyr application resets into MCUboot serial recovery (boot mode 1); dfu uploads slot 0 there and the app runs the new hash")
+    func applicationIntoRecovery() async throws {
+        let qemu = try MCUbootRecoveryQEMU()
+        defer { qemu.stop() }
+        let uri = "serial:\(qemu.tty)"
+        // Install the shipped application through recovery (the device starts with none). Told single-app, smp
+        // sees recovery's list (no active slot) and uploads without a reset: MCUboot ignores boot_mode, so a
+        // reset from recovery would not stay there.
+        let install = try await runSMP(
+            ["--device", uri, "--json", "dfu", MCUbootRecoveryQEMU.application.path, "--bootloader-mode", "single-app"], timeout: 300)
+        expectSuccess(install)
+        let installed = try #require(dfuResult(install))
+        #expect((installed["notes"] as? [String])?.contains { $0.contains("already answers from MCUboot's serial recovery") } == true, "\(installed)")
+        #expect(!dfuEvents(install).contains { ($0["message"] as? String)?.contains("boot mode 1") == true }, "no reset into recovery")
+        // A new version of the same application: its payload signed again by imgtool (hash TLV only).
+        let signed = try Data(contentsOf: MCUbootRecoveryQEMU.application)
+        let headerSize = Int(signed[8]) | Int(signed[9]) << 8
+        let imageSize = Int(signed[12]) | Int(signed[13]) << 8 | Int(signed[14]) << 16 | Int(signed[15]) << 24
+        let loadAddress = Int(signed[4]) | Int(signed[5]) << 8 | Int(signed[6]) << 16 | Int(signed[7]) << 24
+        let payload = qemu.directory.appendingPathComponent("payload.bin")
+        let upgrade = qemu.directory.appendingPathComponent("app-2.0.0.bin")
+        try signed[headerSize..<(headerSize + imageSize)].write(to: payload)
+        let sign = try await ProcessRunner.run(
+            TestEnvironment.venvTool("imgtool"),
+            ["sign", "--header-size", "0x\(String(headerSize, radix: 16))", "--pad-header", "--align", "4", "--version", "2.0.0",
+             "--load-addr", "0x\(String(loadAddress, radix: 16))", "--slot-size", "0x40000", payload.path, upgrade.path],
+            timeout: 60)
+        expectSuccess(sign)
+
+        let run = try await runSMP(
+            ["--device", uri, "--json", "dfu", upgrade.path, "--bootloader-mode", "single-app", "--reconnect-timeout", "30"], timeout: 300)
+        expectSuccess(run)
+        let result = try #require(dfuResult(run))
+        #expect(result["serial_recovery"] as? Bool == true, "\(run)")
+        #expect((result["uploaded"] as? [Any])?.count == 1, "\(result)")
+        let logs = dfuEvents(run).compactMap { $0["message"] as? String }
+        #expect(logs.contains { $0.contains("into MCUboot's serial recovery (boot mode 1)") }, "\(logs)")
+        let hash = ((result["images"] as? [[String: Any]])?.first?["hash"] as? String) ?? "?"
+        #expect((result["verified"] as? String)?.contains("shows the uploaded hash running") == true, "\(result)")
+        let after = expectSuccess(try await runSMP(["--device", uri, "--json", "image", "list"], timeout: 60))
+        #expect(after.stdout.contains(hash) && after.stdout.contains("\"active\":true") && after.stdout.contains("2.0.0"), "\(after)")
+    }
+}
+
 /// QEMU's mps2-an385 with MCUboot alone, its UART bridged to a pty link by socat.
 final class MCUbootRecoveryQEMU: @unchecked Sendable {
     static let prefix = "zephyr_4.4.0_smp_server_0eae053d_mps2_an385_serial_recovery_buf1024"

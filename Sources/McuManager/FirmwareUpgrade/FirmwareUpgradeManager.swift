@@ -307,6 +307,15 @@ public actor FirmwareUpgradeManager {
                     + (slot.pending ? " pending" : "") + (slot.permanent ? " permanent" : ""))
             }
             return machine.imageListReceived(list.images.map(Self.deviceSlot))
+        case .imageList(.failure(let error)) where error.kind == .device && error.returnCode == .notSupported:
+            // No image group: a single-application MCUboot's application has none (the machine decides).
+            log(.debug, "the image list is not supported here (\(error.message))")
+            run.triggerError = error
+            if machine.currentState == .reconnect, let resetAt = run.resetAt, run.backAt == nil {
+                run.backAt = ContinuousClock.now
+                log(.info, "the device answers again, \(Self.seconds(ContinuousClock.now - resetAt)) after the reset")
+            }
+            return machine.imageListUnsupported(error.message, now: now)
         case .imageList(.failure(let error)):
             return failed(error, &run, machine: &machine, now: now)
         case .stateWrite(.success(let list)):
@@ -329,6 +338,7 @@ public actor FirmwareUpgradeManager {
             return machine.requestFailed(error.message, retriable: false, now: now)
         case .resetDone(.success):
             run.resetAt = ContinuousClock.now
+            run.backAt = nil
             return machine.resetSent(now: now)
         case .resetDone(.failure(let error)):
             if error.kind == .device {
@@ -339,6 +349,7 @@ public actor FirmwareUpgradeManager {
             // The link dropping while the reset is answered is what a reset does.
             log(.debug, "reset: \(error.message) (expected while the device reboots)")
             run.resetAt = ContinuousClock.now
+            run.backAt = nil
             return machine.resetSent(now: now)
         case .reconnected(.success(let newClient)):
             client = newClient
@@ -451,7 +462,8 @@ public actor FirmwareUpgradeManager {
                         })
                 }
             case .reset(let mode):
-                log(.info, mode == .bootloader ? "resetting the device into its firmware loader" : "resetting the device")
+                let into = machine.bootloaderMode == .singleApplicationSlot ? "MCUboot's serial recovery" : "its firmware loader"
+                log(.info, mode == .bootloader ? "resetting the device into \(into) (boot mode 1)" : "resetting the device")
                 spawn(&run) { client, _ in
                     .resetDone(
                         await Self.catching {

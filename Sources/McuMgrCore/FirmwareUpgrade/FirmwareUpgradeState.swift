@@ -70,6 +70,11 @@ public struct FirmwareUpgradeSummary: Sendable, Hashable {
     /// Whether the device was in MCUboot's serial recovery: the images went to their primary slot (slot 0),
     /// without test or confirm.
     public var serialRecovery: Bool = false
+    /// Single-application MCUboot (upgraded through serial recovery): what was checked to know the device
+    /// runs the new images, in words — what recovery listed in slot 0 after the upload, and how the
+    /// application answered after the reset (a Zephyr single-app application has no image group, so it
+    /// cannot report its hash). Nil for the other bootloader modes, where the image list says it all.
+    public var verified: String?
 
     public init(
         mode: FirmwareUpgradeMode, bootloaderMode: BootloaderModeKind, uploadedImages: [Int] = [],

@@ -74,6 +74,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case reconnecting(deadline: SMPInstant, retryAt: SMPInstant?, ResetPurpose)
         /// Reading the image list after the install reset.
         case verifying(deadline: SMPInstant, retryAt: SMPInstant?)
+        /// Single-application MCUboot: reading serial recovery's image list after the upload, before the
+        /// reset (the application has no image group, so this is the last look at the hash in slot 0).
+        case checkingRecovery
         /// Confirms after the reset (testAndConfirm); the first is in flight.
         case confirmingAfterReset([[UInt8]])
         case success
@@ -126,6 +129,16 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private var lastNow: SMPInstant = .zero
     /// The device answered from MCUboot's serial recovery (see `isSerialRecovery`).
     private var serialRecovery = false
+    /// What serial recovery's image list showed of slot 0 (single-application MCUboot), as a sentence part.
+    private var recoveryCheck: String?
+    /// What was checked to know the device runs the new images (single-application MCUboot).
+    private var verified: String?
+    /// After the install reset, serial recovery (not the application) answered the image list.
+    private var recoveryAnsweredAfterReset = false
+
+    /// MCUboot's single-application mode: the application has no image group (Zephyr builds none there),
+    /// so the upgrade goes through serial recovery (reset with boot_mode 1) and the hash is read there.
+    private var singleApp: Bool { mode == .singleApplicationSlot && !flow.suit }
 
     /// A machine for these images (upload order: as given).
     public init(images: [FirmwareUpgradeImage], configuration: FirmwareUpgradeConfiguration = .init()) {
@@ -200,7 +213,41 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         switch state {
         case .validate: validate(slots)
         case .verifying: verify(slots)
+        case .checkingRecovery: checkRecovery(slots)
         default: return []
+        }
+        return flush()
+    }
+
+    /// The image list was answered with NOT_SUPPORTED (rc 8): the device has no image group. A
+    /// single-application MCUboot's application has none (MCUMGR_GRP_IMG depends on
+    /// !MCUBOOT_BOOTLOADER_MODE_SINGLE_APP): the upgrade then goes through serial recovery, and after the
+    /// final reset this answer is the application's (serial recovery lists its slots).
+    public mutating func imageListUnsupported(_ description: String, now: SMPInstant) -> [Action] {
+        lastNow = now
+        switch state {
+        case .validate where singleApp && !serialRecovery:
+            notes.append("the application has no image group (single-application MCUboot): reset into MCUboot's serial recovery to upload")
+            resetIntoRecovery()
+        case .validate where singleApp:
+            fail("after the reset into the bootloader (boot_mode 1) the device still answers the image list with rc 8 (\(description)): "
+                + "it did not enter MCUboot's serial recovery. The application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot "
+                + "serial recovery with boot-mode entry (or enter recovery by hand, e.g. hold the button while resetting), then run the upgrade again")
+        case .validate:
+            fail("the device has no image group: the image list answered rc 8 (\(description)). If it runs MCUboot in "
+                + "single-application mode (its application has no image group), pass `--bootloader-mode single-app` to upgrade "
+                + "through MCUboot's serial recovery")
+        case .verifying where singleApp:
+            // Serial recovery answers the image list; the single-application application does not.
+            verified = (recoveryCheck ?? "") + "after the reset the application answers the image list with rc 8 (it has no "
+                + "image group; serial recovery would list its slots), so MCUboot booted slot 0 (a single-application MCUboot "
+                + "boots nothing else; the application cannot report its hash)"
+            succeed()
+        case .checkingRecovery:
+            fail("MCUboot's serial recovery stopped answering the image list (\(description)) after the upload; the new image "
+                + "could not be checked. Run `smp image list` while the device is in serial recovery")
+        default:
+            return requestFailed(description, retriable: false, now: now)
         }
         return flush()
     }
@@ -299,6 +346,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public mutating func reconnected() -> [Action] {
         guard case .reconnecting(let deadline, _, let purpose) = state else { return [] }
         switch purpose {
+        case .enterFirmwareLoader where singleApp:
+            // MCUboot's serial recovery: one buffer, its own size (the driver asks it). Its image list shows
+            // what slot 0 holds (an image already there needs only the reset that boots it).
+            bufferSize = nil
+            bufferCount = 1
+            serialRecovery = true
+            go(.validate)
+            request(.requestImageList)
         case .enterFirmwareLoader:
             // The loader (or MCUboot serial recovery) has its own, smaller buffer: one request at a time,
             // and the application's buffer size no longer applies (the driver asks the loader).
@@ -359,6 +414,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             fail("uploading \(which) failed: \(description). Run the upgrade again: the upload resumes from the device's offset")
         case .validate:
             if !retry(retriable) { fail("reading the image list failed: \(description). Check the connection and run the upgrade again") }
+        case .checkingRecovery:
+            if !retry(retriable) {
+                fail("reading MCUboot's serial recovery image list after the upload failed: \(description). The image is uploaded; "
+                    + "reset the device (`smp os reset`) to boot it")
+            }
         case .resolvingSecondary:
             if !retry(retriable) {
                 fail("confirming the running image (to free the secondary slot) failed: \(description). "
@@ -515,6 +575,21 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func validate(_ slots: [DeviceImageSlot]) {
+        if singleApp, !serialRecovery, !slots.contains(where: \.active) {
+            // Single-app given, and the device lists its slots without `active`: MCUboot's serial recovery
+            // already answers (a reset from there would boot the application instead).
+            bufferSize = nil
+            bufferCount = 1
+            serialRecovery = true
+            notes.append("the device already answers from MCUboot's serial recovery: the image goes to slot 0 without another reset")
+        }
+        if singleApp, serialRecovery, slots.contains(where: \.active) {
+            // An application flags its running slot; MCUboot's serial recovery never does.
+            fail("after the reset into the bootloader (boot_mode 1) the application answered again (its image list has an "
+                + "active slot), not MCUboot's serial recovery. The application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and "
+                + "MCUboot serial recovery with boot-mode entry (or enter recovery by hand), then run the upgrade again")
+            return
+        }
         if !slots.contains(where: \.active), !serialRecovery, !flow.suit, configuration.bootloaderMode == nil,
             bootloaderName == nil, mode == .unknown
         {
@@ -532,6 +607,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 let image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
                 let present = listed.contains { $0.slot == 0 && $0.hash == image.hash }
                 if present { skipped.append(number) }
+                if present, singleApp {
+                    recoveryCheck = "MCUboot's serial recovery listed slot 0 with the package's hash (nothing to upload); "
+                }
                 plan.append(Target(image: image, needsUpload: !present, write: nil, needsReset: true))
                 continue
             }
@@ -620,7 +698,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return
         }
         if targets.contains(where: \.needsUpload) {
-            if flow.resetIntoLoaderFirst {
+            if flow.resetIntoLoaderFirst, !serialRecovery {
                 go(.reset(.enterFirmwareLoader))
                 request(.reset(.bootloader))
             } else {
@@ -629,6 +707,56 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         } else {
             afterUpload()
         }
+    }
+
+    /// Single-application MCUboot: reboot into serial recovery (boot_mode 1); the reconnect reads its image list.
+    private mutating func resetIntoRecovery() {
+        if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
+            notes.append("single-application MCUboot cannot test-boot an image: the new image is permanent once it boots")
+        }
+        go(.reset(.enterFirmwareLoader))
+        request(.reset(.bootloader))
+    }
+
+    /// Serial recovery's image list after the upload: slot 0 should hold the uploaded hash. Another hash
+    /// there fails the upgrade. No image listed is tolerated: the real MCUboot (mps2 build under QEMU), when
+    /// it started without a bootable image, lists nothing in slot 0 right after a recovery upload (entered
+    /// from its application with boot_mode 1 it lists the new hash), and a reset boots the image all the
+    /// same; the check then rests on the application answering after the reset.
+    private mutating func checkRecovery(_ slots: [DeviceImageSlot]) {
+        var checked: [String] = []
+        var unlisted: [Int] = []
+        for target in targets where target.needsUpload {
+            let number = target.image.image
+            guard let slot0 = slots.first(where: { $0.image == number && $0.slot == 0 }), !slot0.hash.isEmpty else {
+                unlisted.append(number)
+                continue
+            }
+            guard slot0.hash == target.image.hash else {
+                fail("after the upload MCUboot's serial recovery lists slot 0 of image \(number) with another hash "
+                    + "(\(Self.hex(slot0.hash))), not the uploaded one: the upload did not check out. Check the image is built "
+                    + "and signed for this board, then run the upgrade again")
+                return
+            }
+            checked.append("image \(number): \(Self.hex(target.image.hash))")
+        }
+        var text = ""
+        if !checked.isEmpty {
+            text = "before the reset MCUboot's serial recovery listed slot 0 with the uploaded hash (" + checked.joined(separator: ", ") + "); "
+        }
+        if !unlisted.isEmpty {
+            let which = unlisted.map { "image \($0)" }.joined(separator: ", ")
+            text += "serial recovery listed no image in slot 0 of \(which) right after the upload (MCUboot may list it only "
+                + "after a reboot), so that hash was not read back; "
+            notes.append("MCUboot's serial recovery did not list the uploaded image right after the upload; the hash was not read back")
+        }
+        recoveryCheck = text
+        afterUpload()
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef")
+        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
     }
 
     /// An application always flags the slot it runs from `active`; MCUboot's serial recovery lists its
@@ -678,6 +806,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func afterUpload() {
+        if singleApp, serialRecovery, recoveryCheck == nil, targets.contains(where: \.needsUpload) {
+            // The application cannot show its hash: read it from serial recovery before the reset.
+            go(.checkingRecovery)
+            request(.requestImageList)
+            return
+        }
         if configuration.eraseAppSettings, !settingsErased, targets.contains(where: \.needsUpload) {
             go(.eraseSettings)
             request(.eraseAppSettings)
@@ -727,15 +861,15 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func verify(_ slots: [DeviceImageSlot]) {
-        if serialRecovery, slots.isEmpty, case .verifying(let deadline, _) = state {
+        if serialRecovery, !slots.contains(where: \.active), case .verifying(let deadline, _) = state {
+            recoveryAnsweredAfterReset = true
             // Still (or again) in serial recovery: MCUboot has not booted the image yet, or refused it.
             if lastNow < deadline {
                 let at = min(lastNow + configuration.retryInterval, deadline)
                 state = .verifying(deadline: deadline, retryAt: at)
                 out.append(.waitUntil(at))
             } else {
-                fail("the device is still in MCUboot's serial recovery after the reset (an empty image list): MCUboot did "
-                    + "not boot the new image. Check that it is signed with the key MCUboot expects and built for this board")
+                failStillInRecovery()
             }
             return
         }
@@ -771,6 +905,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 break
             }
         }
+        if singleApp, serialRecovery {
+            verified = (recoveryCheck ?? "") + "after the reset the application's image list shows the uploaded hash running"
+        }
         if toConfirm.isEmpty {
             succeed()
         } else {
@@ -779,7 +916,16 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
     }
 
+    private mutating func failStillInRecovery() {
+        fail("the device is still in MCUboot's serial recovery after the reset (its image list has no active slot): MCUboot did "
+            + "not boot the new image. Check that it is signed with the key MCUboot expects and built for this board")
+    }
+
     private mutating func failNotBack() {
+        if recoveryAnsweredAfterReset, case .verifying = state {
+            failStillInRecovery()
+            return
+        }
         let seconds = Int(configuration.reconnectTimeout.seconds.rounded())
         fail("the device did not come back within \(seconds) s after the reset: check it is powered and on the same "
             + "port or address; if the swap takes longer, raise estimatedSwapTime or the reconnect timeout")
@@ -823,10 +969,15 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     private mutating func succeed() {
         let uploaded = targets.filter(\.needsUpload).map(\.image.image)
+        if singleApp, verified == nil, let recoveryCheck {
+            // Ended before the application could answer (upload-only, no reset).
+            verified = recoveryCheck + "the device was not reset: MCUboot boots slot 0 on the next reset"
+        }
         var summary = FirmwareUpgradeSummary(
             mode: configuration.upgradeMode, bootloaderMode: mode, uploadedImages: uploaded,
             skippedImages: skipped, didReset: didReset, notes: notes)
         summary.serialRecovery = serialRecovery
+        summary.verified = verified
         go(.success)
         out.append(.finished(summary))
     }
@@ -852,7 +1003,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case .parameters: .requestMcuMgrParameters
         case .bootloaderInfo: .bootloaderInfo
         case .validate, .resolvingSecondary: .validate
-        case .upload: .upload
+        case .upload, .checkingRecovery: .upload
         case .eraseSettings: .eraseAppSettings
         case .writing(let writes):
             if case .some(.test) = writes.first { .test } else { .confirm }

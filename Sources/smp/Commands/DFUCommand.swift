@@ -25,15 +25,24 @@ struct DFUCommand: AsyncParsableCommand {
             slot for Direct-XIP and RAM load), and MCUboot swaps it in on the reset. A device in MCUboot's \
             serial recovery (no application runs: it reports no bootloader info and an empty image list) \
             takes the image in slot 0, the primary slot, and has no test or confirm: smp uploads, resets, \
-            and checks that the application then runs the uploaded image. With firmware-loader or \
-            single-slot it first resets into the loader, uploads to slot 0, and resets.
+            and checks that the application then runs the uploaded image. With firmware-loader it first \
+            resets into the loader, uploads to slot 0, and resets.
+
+            Single-application MCUboot (bootloader mode 0, single-app): the application has no image group \
+            (Zephyr builds none in this mode), so smp resets it into MCUboot's serial recovery (os reset, \
+            boot_mode 1; the application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE), uploads to slot 0, \
+            reads recovery's image list to check slot 0 holds the uploaded hash, resets, and checks that \
+            the application answers again (it cannot report its hash; recovery would answer the image \
+            list). smp takes this path when the device reports mode 0 and has no image list, or when \
+            given --bootloader-mode single-app. There is no test boot: the new image is permanent.
 
             Modes: confirm-only (default: confirm before the reset), test-and-confirm (test boot, then \
             confirm once it runs), test-only (test boot; the next reset reverts it), upload-only (no state \
             change, no reset).
 
             Bootloader modes (default: asked from the device): swap-scratch, overwrite, swap-move, \
-            swap-offset, direct-xip, direct-xip-revert, ram-load, firmware-loader, single-slot, or a number.
+            swap-offset, direct-xip, direct-xip-revert, ram-load, firmware-loader, single-app (also \
+            single-slot), single-slot-ram-load, or a number.
 
             --json prints one JSON object per line: {"event":"state"|"progress"|"log"|"result"|...}.
             """)
@@ -215,7 +224,7 @@ struct DFUCommand: AsyncParsableCommand {
     }
 
     static let bootloaderModeNames: [(String, BootloaderModeKind)] = [
-        ("single-slot", .singleApplicationSlot), ("swap-scratch", .swapUsingScratch), ("overwrite", .overwriteOnly),
+        ("single-app", .singleApplicationSlot), ("swap-scratch", .swapUsingScratch), ("overwrite", .overwriteOnly),
         ("swap-move", .swapUsingMove), ("direct-xip", .directXIPWithoutRevert),
         ("direct-xip-revert", .directXIPWithRevert), ("ram-load", .ramLoad), ("firmware-loader", .firmwareLoader),
         ("single-slot-ram-load", .singleSlotRAMLoad), ("swap-offset", .swapUsingOffset),
@@ -226,7 +235,7 @@ struct DFUCommand: AsyncParsableCommand {
         if let number = Int(key), (-1...255).contains(number) { return BootloaderModeKind(rawValue: number) }
         let aliases = ["swap-using-scratch": "swap-scratch", "overwrite-only": "overwrite", "swap-using-move": "swap-move",
                        "swap-using-offset": "swap-offset", "directxip": "direct-xip", "directxip-revert": "direct-xip-revert",
-                       "single-app": "single-slot", "single-application": "single-slot"]
+                       "single-slot": "single-app", "single-application": "single-app"]
         let name = aliases[key] ?? key
         if let mode = bootloaderModeNames.first(where: { $0.0 == name })?.1 { return mode }
         throw ValidationError(

@@ -96,8 +96,11 @@ final class DFUView: @unchecked Sendable {
         case .completed(let result):
             endBar()
             line("done: " + Self.summaryText(result))
+            if let verified = result.summary.verified { line("verified: \(verified)") }
             if !result.finalImages.isEmpty {
-                line("device images:")
+                // A single-app application has no image list: what is shown is what serial recovery listed.
+                let fromRecovery = result.summary.serialRecovery && !result.finalImages.contains { $0.active }
+                line(fromRecovery ? "MCUboot's serial recovery listed, before the reset:" : "device images:")
                 for slot in result.finalImages { line("  " + Self.slotText(slot)) }
             }
         case .failed(let state, _):
@@ -222,6 +225,7 @@ final class DFUView: @unchecked Sendable {
             }),
             "final_images": .array(result.finalImages.map(Self.slotItem)),
             "notes": .array(s.notes.map { .text($0) }),
+            "verified": s.verified.map { .text($0) } ?? .null,
             "bytes_sent": .int(result.bytesSent),
             "seconds": .double(result.duration.seconds), "upload_seconds": .double(result.uploadDuration.seconds),
             "reconnect_seconds": .double(result.reconnectDuration.seconds), "t": t,

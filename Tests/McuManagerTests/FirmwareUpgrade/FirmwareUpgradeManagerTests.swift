@@ -481,3 +481,48 @@ func waitUntilQuiet<T: Equatable>(
     }
     Issue.record("still changing after \(limit)")
 }
+
+/// FirmwareUpgradeManager against a simulated single-application MCUboot: the application answers the
+/// image group with rc 8; a reset with boot mode 1 enters serial recovery.
+@Suite("FirmwareUpgradeManager on single-application MCUboot")
+struct FirmwareUpgradeManagerSingleApplicationTests {
+    static func rig(serialRecovery: Bool = true) -> ManagerRig {
+        ManagerRig { $0.bootloader = SimulatedBootloader(mode: .singleApplication, serialRecovery: serialRecovery) }
+    }
+
+    @Test func theUpgradeGoesThroughSerialRecoveryAndTheApplicationRunsTheNewImage() async throws {
+        let rig = Self.rig()
+        let image = DFUFixtures.image(seed: 5)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let recorder = EventRecorder(manager)
+        let result = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
+        #expect(rig.device.runMode == .application)
+        #expect(rig.device.resetCount == 2, "one reset into recovery, one to boot the image")
+        let slot = try #require(rig.device.slot(holding: image.hash))
+        #expect(slot.slot == 0)
+        #expect(result.summary.serialRecovery)
+        #expect(result.summary.bootloaderMode == .singleApplicationSlot)
+        #expect(result.summary.uploadedImages == [0])
+        let verified = try #require(result.summary.verified)
+        #expect(verified.contains(image.hash.map { String(format: "%02x", $0) }.joined()) && verified.contains("rc 8"), "\(verified)")
+        // What recovery listed before the reset: slot 0 with the new hash.
+        #expect(result.finalImages.contains { $0.slot == 0 && $0.hash == image.hash })
+        await recorder.wait { if case .completed = $0 { true } else { false } }
+        #expect(recorder.states == [
+            .requestMcuMgrParameters, .bootloaderInfo, .validate, .reset, .reconnect, .validate, .upload, .reset, .reconnect, .success,
+        ])
+        #expect(recorder.logs.contains { $0.contains("into MCUboot's serial recovery (boot mode 1)") })
+    }
+
+    @Test func aDeviceWithoutSerialRecoveryFailsClearlyAfterOneReset() async throws {
+        let rig = Self.rig(serialRecovery: false)
+        let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        let error = await expectMcuMgrError {
+            _ = try await manager.upgrade(images: [DFUFixtures.image(seed: 6)], configuration: DFUFixtures.configuration(.confirmOnly))
+        }
+        #expect(error?.kind == .device)
+        #expect(error?.returnCode == .notSupported)
+        #expect(error?.message.contains("did not enter MCUboot's serial recovery") == true, "\(String(describing: error))")
+        #expect(rig.device.resetCount == 1)
+    }
+}

@@ -55,7 +55,7 @@ import Testing
             for step in 0..<60 {
                 now += UInt64.random(in: 0...4, using: &rng)
                 let actions: [FW.Action]
-                switch Int.random(in: 0...17, using: &rng) {
+                switch Int.random(in: 0...18, using: &rng) {
                 case 0: actions = m.parametersReceived(bufferSize: 2048, bufferCount: Int.random(in: 0...5, using: &rng))
                 case 1: actions = m.parametersUnsupported()
                 case 2: actions = m.bootloaderInfoReceived(name: ["MCUboot", "SUIT", nil].randomElement(using: &rng)!, mode: bootloaders.randomElement(using: &rng))
@@ -71,6 +71,7 @@ import Testing
                 case 13, 14: actions = m.timerFired(now: FW.t(now))
                 case 15: actions = m.pause()
                 case 16: actions = m.resume()
+                case 17: actions = m.imageListUnsupported("rc 8", now: FW.t(now))
                 default: actions = Int.random(in: 0...9, using: &rng) == 0 ? m.cancel() : []
                 }
                 if endedAt != nil { #expect(actions.isEmpty, "actions after the end: \(actions)") }
@@ -93,6 +94,9 @@ import Testing
                 var m = FirmwareUpgradeStateMachine(images: images, configuration: .init(upgradeMode: mode, bootloaderMode: bootloader))
                 var queue = m.start(now: FW.t(0))
                 var booted = false
+                // MCUboot's serial recovery (reset with boot mode 1): lists slot 0 without `active`.
+                var inRecovery = false
+                var uploaded = false
                 var now: UInt64 = 0
                 var finished = false
                 var guardCount = 0
@@ -111,15 +115,23 @@ import Testing
                     switch action {
                     case .requestParameters: queue += m.parametersReceived(bufferSize: 2048, bufferCount: 4)
                     case .requestBootloaderInfo: queue += m.bootloaderInfoReceived(name: "MCUboot", mode: bootloader)
+                    case .requestImageList where inRecovery:
+                        queue += m.imageListReceived([DeviceImageSlot(slot: 0, hash: uploaded ? FW.new : FW.old, confirmed: true)])
+                    case .requestImageList where bootloader == .singleApplicationSlot:
+                        // The single-application application has no image group.
+                        queue += m.imageListUnsupported("NOT_SUPPORTED (8)", now: FW.t(now))
                     case .requestImageList:
                         let newSlot = bootloader.isDirectXIP || bootloader == .ramLoad ? 1 : 0
                         queue += m.imageListReceived(booted
                             ? [DeviceImageSlot(slot: newSlot, hash: FW.new, active: true, confirmed: mode != .testOnly || !bootloader.supportsRevert)]
                             : FW.runningOld())
-                    case .upload(let list, _, _): for i in list { queue += m.uploadFinished(image: i.image) }
+                    case .upload(let list, _, _):
+                        uploaded = true
+                        for i in list { queue += m.uploadFinished(image: i.image) }
                     case .testImage, .confirmImage: queue += m.stateWriteSucceeded([])
                     case .reset(let how):
                         booted = how == .normal
+                        inRecovery = how == .bootloader && bootloader == .singleApplicationSlot
                         queue += m.resetSent(now: FW.t(now))
                     case .waitUntil(let at): timer = at
                     case .reconnect:

@@ -191,13 +191,17 @@ import Testing
         #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])) != nil)
     }
 
-    @Test func singleApplicationSlotUploadsThroughSerialRecovery() {
+    @Test func singleApplicationSlotWithAnImageGroupStillUploadsThroughSerialRecovery() {
+        // A single-app application that does answer the image list (not Zephyr's): recovery all the same.
         var m = FW.machine(mode: .testAndConfirm, bootloader: .singleApplicationSlot)
         #expect(d(m.imageListReceived(FW.runningOld())) == [.reset(.bootloader)])
-        #expect(d(FW.rebootAndReconnect(&m)) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
-        #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
+        #expect(d(FW.rebootAndReconnect(&m)) == [.requestImageList], "serial recovery's list")
+        #expect(d(m.imageListReceived([.init(slot: 0, hash: FW.old, confirmed: true)])) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
+        #expect(d(m.uploadFinished(image: 0)) == [.requestImageList], "slot 0 checked in recovery")
+        #expect(d(m.imageListReceived([.init(slot: 0, hash: FW.new, confirmed: true)])) == [.reset(.normal)])
         _ = FW.rebootAndReconnect(&m, at: 200)
-        #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])) != nil)
+        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)]))
+        #expect(summary?.verified?.hasSuffix("the application's image list shows the uploaded hash running") == true, "\(String(describing: summary))")
     }
 
     @Test func singleSlotUploadsToThePrimaryAndResets() {
