@@ -243,23 +243,26 @@ start_rig() {
             kind=--serial address="$pty" device="serial:$pty"
             ;;
         udp)
-            wait_for_udp_port
-            spawn "$dir/work" "$dir/device.log" "$dir/device.pid" "$firmware/$files"
-            # Whoever answers on the port must be ours: another engineer's device may have taken it
-            # between our check and our bind.
-            local holders="" pid
-            pid="$(cat "$dir/device.pid")"
-            for _ in $(seq 300); do
-                holders="$(udp_port_holders)"
-                [[ -n "$holders" ]] && break
-                alive "$pid" || break
-                sleep 0.01
+            # Whoever answers on the port must be ours: another process may bind it between our check
+            # and our device's bind. Then ours goes, and we wait for the port again (5 tries).
+            local holders="" pid attempt
+            for attempt in 1 2 3 4 5; do
+                wait_for_udp_port
+                rm -rf "$dir/work" && mkdir -p "$dir/work"
+                spawn "$dir/work" "$dir/device.log" "$dir/device.pid" "$firmware/$files"
+                pid="$(cat "$dir/device.pid")"
+                for _ in $(seq 300); do
+                    holders="$(udp_port_holders)"
+                    [[ -n "$holders" ]] && break
+                    alive "$pid" || break
+                    sleep 0.01
+                done
+                # Ours alone: Linux lets two sockets with SO_REUSEADDR share a UDP port, and then only one gets the datagrams.
+                [[ "${holders% }" == "$pid" ]] && break
+                note "UDP port $udp_port was taken by another process (pids: $holders) while $build started (try $attempt of 5)"
+                kill_pidfile "$dir/device.pid"
+                ((attempt < 5)) || die "UDP port $udp_port kept being taken by other processes; try again later"
             done
-            if [[ " $holders " != *" $pid "* ]]; then
-                tail -5 "$dir/device.log" >&2
-                stop_rig "$dir"
-                die "UDP port $udp_port was taken by another process (pids: $holders) while $build started; try again"
-            fi
             kind=--udp address="127.0.0.1:$udp_port" device="udp:127.0.0.1:$udp_port"
             ;;
         mps2-recovery | mps2 | m0)
