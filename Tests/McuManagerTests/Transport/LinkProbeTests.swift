@@ -205,3 +205,30 @@ struct LinkProbeTests {
         }
     }
 }
+
+/// A device that answers `os params` and then goes silent costs one `--timeout`, not four chunk
+/// timeouts in a row (issue: 160 s whatever --timeout said).
+@Suite struct SilentAfterParametersTests {
+    @Test func anUploadToADeviceThatFallsSilentEndsAfterOneTimeoutWithWhereItStands() async throws {
+        let rig = ManagerRig(timeout: .seconds(1))
+        // Parameters answered; every file write lost.
+        rig.tap.rule.withValue { rule in
+            rule = { packet in packet.header.group == .fileSystem && packet.header.command.rawValue == 0 ? .drop : .forward(packet.bytes) }
+        }
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("silent-\(UUID().uuidString).bin")
+        try Data(repeating: 7, count: 8192).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let configuration = UploadConfiguration(firstChunkTimeout: .seconds(1), chunkTimeout: .seconds(1))
+        await #expect {
+            _ = try await FileSystemManager(client: rig.client).upload(url, to: "/lfs1/silent.bin", configuration: configuration)
+        } throws: { error in
+            guard let error = error as? McuMgrError else { return false }
+            return error.kind == .timeout && error.message.contains("offset 0 of 8192")
+                && error.message.contains("run the same command again")
+        }
+        // Four timeouts in a row took 4 s before; one is 1 s (plus the parameters and the close).
+        #expect(clock.now - started < .milliseconds(3500))
+    }
+}
