@@ -41,9 +41,11 @@ extension DeviceState {
     }
 
     private mutating func imageStateWrite(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        // Direct-XIP without revert has no state-write handler (PROTOCOL.md gotcha 12). The firmware-loader
+        // Direct-XIP without revert and RAM load have no state-write handler (PROTOCOL.md gotcha 12; img_mgmt
+        // leaves mh_write NULL for MCUBOOT_BOOTLOADER_MODE_DIRECT_XIP and _RAM_LOAD: rc 8, measured on the
+        // shared mps2_an385 RAM-load app). The firmware-loader
         // mode has no pending or confirmed state either (a guess: NCS documents no state write for it).
-        if images.mode == .directXIP || images.mode == .firmwareLoader { throw .notSupported }
+        if images.mode == .directXIP || images.mode == .ramLoad || images.mode == .firmwareLoader { throw .notSupported }
         let fields = try request.decodedFields()
         let hash = try fields.bytes("hash")
         let confirm = try fields.bool("confirm") ?? false
@@ -84,6 +86,9 @@ extension DeviceState {
             if let sha, !sha.isEmpty, let session = images.upload, session.sha == sha {
                 return .ok(["off": .unsigned(UInt64(session.offset))])
             }
+            // A single-image build ignores `image` (img_mgmt with UPDATABLE_IMAGE_NUMBER 1 always picks the
+            // unused slot of image 0; images 1 and 2 accepted on the shared QEMU builds).
+            let image = images.imageCount == 1 ? 0 : image
             guard image < images.imageCount, let slot = images.uploadSlot(for: image) else {
                 throw fail(9)  // NO_FREE_SLOT
             }
@@ -144,15 +149,25 @@ extension DeviceState {
         return .empty
     }
 
+    /// Zephyr's slot info: every slot's size; the slot an upload of that image goes to also carries
+    /// `upload_image_id` (the `image` to upload with; the inactive slot); `max_image_size` only where configured.
     private func slotInfo() -> SimulatedOutcome {
         let list: [CBOR] = (0..<images.imageCount).map { image in
-            .map(.entries([
+            let uploadSlot = images.pairs[image].otherSlot
+            var entries: [CBORMapEntry] = .entries([
                 "image": .unsigned(UInt64(image)),
                 "slots": .array((0..<2).map { slot in
-                    .map(.entries(["slot": .unsigned(UInt64(slot)), "size": .unsigned(UInt64(images.slotSize))]))
+                    var slotEntries: [CBORMapEntry] = .entries([
+                        "slot": .unsigned(UInt64(slot)), "size": .unsigned(UInt64(images.slotSize)),
+                    ])
+                    if slot == uploadSlot { slotEntries.append("upload_image_id", .unsigned(UInt64(image))) }
+                    return .map(slotEntries)
                 }),
-                "max_image_size": .unsigned(UInt64(images.slotSize)),
-            ]))
+            ])
+            if configuration.slotInfoMaxImageSize {
+                entries.append("max_image_size", .unsigned(UInt64(images.slotSize)))
+            }
+            return .map(entries)
         }
         return .ok(["images": .array(list)])
     }
