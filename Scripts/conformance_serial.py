@@ -118,8 +118,19 @@ class Link:
                 packet = frame[2:-2]
                 b0, _, _, group, seq, cmd = struct.unpack(">BBHHBB", packet[:8])
                 body = cbor2.loads(packet[8:]) if len(packet) > 8 else None
-                found.append({"op": b0 & 7, "ver": (b0 >> 3) & 3, "group": group, "seq": seq, "cmd": cmd, "body": body})
+                found.append({"op": b0 & 7, "ver": (b0 >> 3) & 3, "group": group, "seq": seq, "cmd": cmd, "body": body,
+                              "raw": packet[8:]})
                 frame = None
+        return found
+
+    def answer_to(self, seq, limit):
+        """The answers with sequence number `seq`, returning as soon as one has arrived (at most `limit` s)."""
+        deadline = time.time() + limit
+        found = []
+        while time.time() < deadline:
+            found += [a for a in self.answers(min(0.01, max(0, deadline - time.time()))) if a["seq"] == seq]
+            if found:
+                break
         return found
 
     def close(self):
