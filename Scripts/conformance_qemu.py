@@ -27,6 +27,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,9 @@ BUILDS = {
 FS_MPS2 = ("the mps2_an385 app's LittleFS opens no file for reading (download and hash: FS err 1, UNKNOWN) and "
            "takes only the first upload after boot (later ones FS err 1, so their files are never there), "
            "measured; the simulator keeps the working file system the other builds have")
+M0_CONFIRM = ("once the image swapped in by a test is confirmed, the real build lists slot 0 only (the old image in "
+              "slot 1 is no longer listed); cause not established (MCUboot's swap under QEMU's nRF51 flash model?); "
+              "the simulator keeps listing the old image in slot 1, as MCUboot's swap leaves it")
 ALLOWED = {
     ("mps2_app", "fs download"): FS_MPS2,
     ("mps2_app", "fs download bad offset"): FS_MPS2,
@@ -63,15 +67,19 @@ ALLOWED = {
     ("mps2_app", "fs upload empty file"): FS_MPS2,
     ("mps2_app", "fs stat empty file"): FS_MPS2,
     ("mps2_app", "fs hash empty file"): FS_MPS2,
+    ("qemu_cortex_m0", "image state confirm the running image"): M0_CONFIRM,
+    ("qemu_cortex_m0", "image list after confirm"): M0_CONFIRM,
 }
 
 R, W = 0, 2  # read, write
 V1, V2 = 0, 1  # header version bits
 
 
-def case(label, op, group, cmd, body=None, ver=V2, loose=(), wait=1.0, pause=0.0):
-    """A request; `pause` seconds of silence before it (a reboot), `wait` seconds at most for its answer."""
-    return dict(label=label, op=op, group=group, cmd=cmd, body=body, ver=ver, loose=set(loose), wait=wait, pause=pause)
+def case(label, op, group, cmd, body=None, ver=V2, loose=(), wait=1.0, pause=0.0, retry=0.0):
+    """A request; `pause` seconds of silence before it (a reboot), `wait` seconds at most for its answer,
+    resent for up to `retry` seconds while unanswered."""
+    return dict(label=label, op=op, group=group, cmd=cmd, body=body, ver=ver, loose=set(loose), wait=wait,
+                pause=pause, retry=retry)
 
 
 def header_cases():
@@ -157,7 +165,8 @@ def image_cases(app, slot_size):
     ]
 
 
-def cases(build, app, slot_size):
+def cases(build, app, slot_size, directory):
+    """The requests for a build, in order (later ones depend on earlier ones); files go to `directory`."""
     if build == "mps2_recovery":
         # MCUboot's serial recovery: echo, image list and upload; rc 8 for everything else.
         upload_chunks = [chunk_upload("recovery upload chunk at %d" % off, app, off, 96, sha=False) for off in (96, 192)]
@@ -227,6 +236,21 @@ def cases(build, app, slot_size):
             case("enum single beyond", R, 10, 2, {"index": 99}),
             case("enum details", R, 10, 3, {}),
         ]
+        # The whole test / reset / confirm cycle with the shared app signed again as 2.0.0.
+        app = resigned(app, directory)
+        new = image_hash(app)
+        c += [
+            full_upload("image upload whole app to slot 1", app),
+            case("image list after upload", R, 1, 0, loose={"hash"}),
+            case("image state test the uploaded image", W, 1, 0, {"hash": new, "confirm": False}, loose={"hash"}),
+            case("image state test it again", W, 1, 0, {"hash": new}, loose={"hash"}),
+            case("os reset (swap)", W, 0, 5),
+            case("image list after the swap", R, 1, 0, loose={"hash"}, pause=0.5, retry=20),
+            case("image state confirm the running image", W, 1, 0, {"confirm": True}, loose={"hash"}),
+            case("image list after confirm", R, 1, 0, loose={"hash"}),
+            # No reset after this one: QEMU's loader device writes the merged .hex into flash again at every
+            # system reset, so slot 0 would hold the shipped image again (a revert then swaps that copy).
+        ]
     return c
 
 
@@ -264,12 +288,63 @@ def qemu_arguments(build, firmware, port):
     return arguments
 
 
-def exchange(link, c, seq):
+def exchange(link, c, seq, last=None):
+    """Sends a case and returns its answers; a callable body is made from `last`, this device's latest
+    answer body."""
     if c.get("pause"):
         time.sleep(c["pause"])
-    payload = b"" if c["body"] is None else cbor2.dumps(c["body"])
-    link.write(lines_of(header(c["op"], c["group"], seq, c["cmd"], payload, c["ver"]), 127), 0.012)
-    return link.answer_to(seq, c["wait"])
+    body = c["body"](last) if callable(c["body"]) else c["body"]
+    payload = b"" if body is None else cbor2.dumps(body)
+    lines = lines_of(header(c["op"], c["group"], seq, c["cmd"], payload, c["ver"]), 127)
+    deadline = time.time() + c.get("retry", 0)
+    while True:  # `retry`: resend until answered (a device that is rebooting, swapping images)
+        link.write(lines, 0.012)
+        answers = link.answer_to(seq, c["wait"])
+        if answers or time.time() >= deadline:
+            return answers
+
+
+def image_hash(app):
+    """The SHA-256 TLV of a signed MCUboot image (what image list reports and state write takes)."""
+    header_size, = struct.unpack_from("<H", app, 8)
+    image_size, = struct.unpack_from("<I", app, 12)
+    at = header_size + image_size
+    while at + 4 <= len(app):
+        magic, total = struct.unpack_from("<HH", app, at)
+        if magic not in (0x6907, 0x6908):
+            break
+        tlv, end = at + 4, at + total
+        while tlv + 4 <= end:
+            kind, length = struct.unpack_from("<HH", app, tlv)
+            if kind == 0x10:
+                return app[tlv + 4:tlv + 4 + length]
+            tlv += 4 + length
+        at = end
+    raise ValueError("no SHA-256 TLV")
+
+
+def resigned(app, directory, version="2.0.0", slot_size=0x1A000):
+    """The app signed again with another version (imgtool from this Python's venv; hash-only TLVs, no key),
+    as the firmware README describes: header and TLVs stripped, the body signed with a padded header."""
+    header_size, = struct.unpack_from("<H", app, 8)
+    image_size, = struct.unpack_from("<I", app, 12)
+    body, signed = os.path.join(directory, "body.bin"), os.path.join(directory, "resigned.bin")
+    with open(body, "wb") as f:
+        f.write(app[header_size:header_size + image_size])
+    imgtool = os.path.join(os.path.dirname(sys.executable), "imgtool")
+    subprocess.run([imgtool if os.path.exists(imgtool) else "imgtool", "sign", "--header-size", hex(header_size),
+                    "--pad-header", "--align", "4", "--version", version, "--slot-size", hex(slot_size), body, signed],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(signed, "rb") as f:
+        return f.read()
+
+
+def full_upload(label, app, chunk=128):
+    """An upload of the whole image, one request per chunk, compared as one case. Every frame fits the
+    two 128-byte line buffers: a 64-byte first chunk (it carries len and sha), then `chunk` bytes."""
+    offsets = [0] + list(range(64, len(app), chunk))
+    steps = [chunk_upload(label, app, off, 64 if off == 0 else chunk) for off in offsets]
+    return dict(label=label, steps=steps)
 
 
 def run(build, firmware, sim_path, dump):
@@ -350,15 +425,27 @@ def run(build, firmware, sim_path, dump):
         slot_size = 0x1A000 if build == "qemu_cortex_m0" else 0x100000
         failures, allowed, total = [], [], 0
         started = time.time()
-        for c in cases(build, app, slot_size):
-            seq = (seq + 1) % 256
-            got = {name: exchange(link, c, seq) for name, link in links.items()}
+        latest = {}  # each device's latest image list
+        for c in cases(build, app, slot_size, directory):
             total += 1
+            diffs = []
+            for step in c.get("steps", [c]):
+                seq = (seq + 1) % 256
+                got = {name: exchange(link, step, seq, latest.get(name)) for name, link in links.items()}
+                for name, answers in got.items():
+                    if answers and isinstance(answers[0]["body"], dict) and "images" in answers[0]["body"]:
+                        latest[name] = answers[0]["body"]
+                if dump:
+                    print("%-40s %s" % (step["label"], [(a["body"], a["raw"][:1].hex()) if a["ver"] == step["ver"]
+                                                        and a["op"] == step["op"] + 1 else a for a in got["real"]]))
+                    continue
+                diffs = compare_answers(got["real"], got["sim"], step["loose"]) + encoding(got["real"], got["sim"])
+                if diffs:
+                    if "steps" in c:
+                        diffs = ["at off %s: %s" % (step["body"]["off"], "; ".join(diffs))]
+                    break
             if dump:
-                print("%-40s %s" % (c["label"], [(a["body"], a["raw"][:1].hex()) if a["ver"] == c["ver"]
-                                                  and a["op"] == c["op"] + 1 else a for a in got["real"]]))
                 continue
-            diffs = compare_answers(got["real"], got["sim"], c["loose"]) + encoding(got["real"], got["sim"])
             if diffs:
                 (allowed if (build, c["label"]) in ALLOWED else failures).append((c["label"], diffs))
         for label, diffs in allowed:

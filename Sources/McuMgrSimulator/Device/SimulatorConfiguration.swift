@@ -68,6 +68,9 @@ public struct SimulatorConfiguration: Sendable {
     /// Flash address of image 0's primary slot; the other slots follow at `imageSlotSize` intervals
     /// (image 0 slot 1, image 1 slot 0, ...). Direct-XIP checks a ROM-fixed image's load address against it.
     public var imageSlotBaseAddress: UInt32 = 0x0000_C000
+    /// `CONFIG_IMG_ENABLE_IMAGE_CHECK`: an upload whose `sha` matches what the slot already holds is
+    /// answered at once, and the last chunk's answer carries `match`. The shared QEMU builds have neither.
+    public var imageCheck: Bool = true
     /// Check the SHA-256 TLV of a completed upload against header and body (IMG err 24 on mismatch).
     public var verifyUploadedImageHash: Bool = true
     /// Allow confirming the primary slot of a non-active image
@@ -244,6 +247,7 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
             // The apps are the shared signed images: version 0.0.0, no max_image_size in slot info.
             configuration.appVersion = SimulatorImageVersion(0, 0, 0)
             configuration.slotInfoMaxImageSize = false
+            configuration.imageCheck = false
             configuration.machine = "arm"
             configuration.boardName = self == .qemuCortexM0 ? "qemu_cortex_m0/nrf51822" : "mps2/an385"
             configuration.processor = self == .qemuCortexM0 ? "cortex-m0" : "cortex-m3"

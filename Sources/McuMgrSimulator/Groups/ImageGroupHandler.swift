@@ -99,7 +99,7 @@ extension DeviceState {
             }
             guard data.count <= length else { throw fail(31) }  // INVALID_IMAGE_DATA_OVERRUN
             // Image check (CONFIG_IMG_ENABLE_IMAGE_CHECK): the slot already holds exactly this file.
-            if let sha, sha.count == 32, let present = images.slot(image, slot), present.bytes.count == length,
+            if configuration.imageCheck, let sha, sha.count == 32, let present = images.slot(image, slot), present.bytes.count == length,
                 Array(SHA256.hash(data: present.bytes)) == sha
             {
                 images.upload = nil
@@ -134,7 +134,7 @@ extension DeviceState {
         }
         images.store(ImageBank.SlotImage(bytes: session.data, info: info), image: session.image, slot: session.slot)
         var entries: [CBORMapEntry] = .entries(["off": .unsigned(UInt64(session.length))])
-        if session.sha.count == 32 {
+        if configuration.imageCheck, session.sha.count == 32 {
             entries.append("match", .bool(Array(SHA256.hash(data: session.data)) == session.sha))
         }
         return .success(entries)
