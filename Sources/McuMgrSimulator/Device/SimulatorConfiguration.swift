@@ -68,6 +68,10 @@ public struct SimulatorConfiguration: Sendable {
     /// Flash address of image 0's primary slot; the other slots follow at `imageSlotSize` intervals
     /// (image 0 slot 1, image 1 slot 0, ...). Direct-XIP checks a ROM-fixed image's load address against it.
     public var imageSlotBaseAddress: UInt32 = 0x0000_C000
+    /// The image group answers state writes (test, confirm). Off: `rc 8` to every one, as the shared
+    /// mps2_an385 app under MCUboot RAM load answers (measured). Generic `ramLoad` keeps state writes for
+    /// now (the firmware-upgrade flow confirms in RAM-load mode); the real RAM-load build suggests it has none.
+    public var imageStateWrite: Bool = true
     /// `CONFIG_IMG_ENABLE_IMAGE_CHECK`: an upload whose `sha` matches what the slot already holds is
     /// answered at once, and the last chunk's answer carries `match`. The shared QEMU builds have neither.
     public var imageCheck: Bool = true
@@ -214,11 +218,12 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
             configuration.bufferCount = 4
             configuration.enabledGroups = [10, 8, 1, 0, 3, 9, 2, 63]
             // Measured with the guest's os params, image slot info (524288-byte slots), image state write
-            // (rc 8: RAM load) and MCUboot's serial recovery (rc 8 to echo and params; buf 1024 by the name).
+            // (rc 8 to test and confirm) and MCUboot's serial recovery (rc 8 to echo and params; buf 1024 by the name).
             configuration.bootloader = SimulatedBootloader(mode: .ramLoad, serialRecoveryBufferSize: 1024)
             configuration.bootloader.serialRecoveryEcho = false
             configuration.bootloader.serialRecoveryParameters = false
             configuration.imageSlotSize = 0x80000
+            configuration.imageStateWrite = false
             configuration.startsWithoutApplication = self == .mps2Recovery
             configuration.fileSystemOnStoragePartition = true
         case .qemuCortexM0:

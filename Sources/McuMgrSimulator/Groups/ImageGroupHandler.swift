@@ -41,11 +41,12 @@ extension DeviceState {
     }
 
     private mutating func imageStateWrite(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        // Direct-XIP without revert and RAM load have no state-write handler (PROTOCOL.md gotcha 12; img_mgmt
-        // leaves mh_write NULL for MCUBOOT_BOOTLOADER_MODE_DIRECT_XIP and _RAM_LOAD: rc 8, measured on the
-        // shared mps2_an385 RAM-load app). The firmware-loader
+        // Direct-XIP without revert has no state-write handler (PROTOCOL.md gotcha 12), nor has a build
+        // configured without one (the shared mps2_an385 RAM-load app: rc 8). The firmware-loader
         // mode has no pending or confirmed state either (a guess: NCS documents no state write for it).
-        if images.mode == .directXIP || images.mode == .ramLoad || images.mode == .firmwareLoader { throw .notSupported }
+        if images.mode == .directXIP || images.mode == .firmwareLoader || !configuration.imageStateWrite {
+            throw .notSupported
+        }
         let fields = try request.decodedFields()
         let hash = try fields.bytes("hash")
         let confirm = try fields.bool("confirm") ?? false
