@@ -115,7 +115,7 @@ def absent_group_cases(build):
     """One request to every other group (they answer rc 8 where the build lacks them). The app with the
     Zephyr basic group gets its storage erase last (it wipes the file system under LittleFS)."""
     return [
-        case("stat list", R, 2, 1, loose={"stat_list"}),
+        case("stat list", R, 2, 1),
         case("settings read", R, 3, 0, {"name": "a/b"}),
         case("fs stat", R, 8, 1, {"name": "/lfs1/none"}),
         case("shell", W, 9, 0, {"argv": ["kernel", "version"]}, loose={"o"}),
@@ -195,6 +195,8 @@ def cases(build, app, slot_size, directory):
         c += [
             case("stat read smp_svr_stats", R, 2, 0, {"name": "smp_svr_stats"}, loose={"fields"}),
             case("stat read missing", R, 2, 0, {"name": "nope"}),
+            case("stat read flash_sim_thresholds", R, 2, 0, {"name": "flash_sim_thresholds"}),
+            case("stat read flash_sim_stats (too large)", R, 2, 0, {"name": "flash_sim_stats"}),
             case("settings write missing root", W, 3, 0, {"name": "a/b", "val": b"xyz"}),
             case("settings delete missing", W, 3, 1, {"name": "a/b"}),
             case("settings commit", W, 3, 2),

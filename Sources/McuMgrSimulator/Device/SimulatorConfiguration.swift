@@ -124,6 +124,11 @@ public struct SimulatorConfiguration: Sendable {
     /// `bufferSize` - 44 (2004 bytes at buf_size 2048, measured on native_sim_udp 4.4.0).
     public var downloadChunkSize: Int? = nil
 
+    // Statistics.
+    /// The statistics groups, in the order `stat list` gives them (from smp_svr_stats, smp, ble,
+    /// flash_sim_stats, flash_sim_thresholds); nil = smp_svr_stats, smp, ble.
+    public var statisticsGroups: [String]? = nil
+
     // Settings.
     /// Settings present (saved) at start.
     public var initialSettings: [String: [UInt8]] = [
@@ -253,6 +258,8 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
             configuration.appVersion = SimulatorImageVersion(0, 0, 0)
             configuration.slotInfoMaxImageSize = false
             configuration.imageCheck = false
+            configuration.statisticsGroups =
+                self == .qemuCortexM0 ? ["smp_svr_stats"] : ["flash_sim_stats", "flash_sim_thresholds", "smp_svr_stats"]
             configuration.machine = "arm"
             configuration.boardName = self == .qemuCortexM0 ? "qemu_cortex_m0/nrf51822" : "mps2/an385"
             configuration.processor = self == .qemuCortexM0 ? "cortex-m0" : "cortex-m3"
