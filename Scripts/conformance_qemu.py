@@ -37,7 +37,7 @@ import cbor2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conformance import compare_answers  # noqa: E402
-from conformance_serial import Link, header, lines_of  # noqa: E402
+from conformance_serial import Link, header, lines_of, probe, probes  # noqa: E402
 
 PREFIX = "zephyr_4.4.0_smp_server_0eae053d_"
 MPS2_HEX = PREFIX + "mps2_an385_serial_recovery_buf1024.hex"
@@ -46,9 +46,9 @@ M0_HEX = PREFIX + "qemu_cortex_m0_serial.merged.hex"
 M0_APP = PREFIX + "qemu_cortex_m0_serial.signed.bin"
 
 BUILDS = {
-    "mps2_recovery": dict(files=[MPS2_HEX, MPS2_APP]),
-    "mps2_app": dict(files=[MPS2_HEX, MPS2_APP]),
-    "qemu_cortex_m0": dict(files=[M0_HEX, M0_APP]),
+    "mps2_recovery": dict(files=[MPS2_HEX, MPS2_APP], line=128, buf=1024),
+    "mps2_app": dict(files=[MPS2_HEX, MPS2_APP], line=128, buf=1024),
+    "qemu_cortex_m0": dict(files=[M0_HEX, M0_APP], line=128, buf=384),
 }
 
 # Accepted differences: (build, case label) -> reason.
@@ -450,6 +450,17 @@ def run(build, firmware, sim_path, dump):
                 continue
             if diffs:
                 (allowed if (build, c["label"]) in ALLOWED else failures).append((c["label"], diffs))
+        # Line-buffer probes (conformance_serial.py's): each frame answered or not, the same on both.
+        for label, make in probes(build, BUILDS[build]["line"], BUILDS[build]["buf"]):
+            seqs = [(seq + i) % 256 for i in (1, 2, 3)]
+            seq = seqs[-1]
+            outcome = {name: probe(link, make, seqs, wait=0.6) for name, link in links.items()}
+            total += 1
+            if dump:
+                print("%-40s %s" % ("probe: " + label, outcome["real"]))
+            elif outcome["real"] != outcome["sim"]:
+                (allowed if (build, label) in ALLOWED else failures).append(
+                    (label, ["answered %s vs %s" % (outcome["real"], outcome["sim"])]))
         for label, diffs in allowed:
             print("allowed  %s: %s (%s)" % (label, "; ".join(diffs), ALLOWED[(build, label)]))
         for label, diffs in failures:
