@@ -373,7 +373,7 @@ def run(build, firmware, sim_path, dump):
 
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM, signal.SIGHUP):
         signal.signal(number, on_signal)
-    signal.alarm(100)  # watchdog: a hung guest never outlives the run
+    signal.alarm(150)  # watchdog: a hung guest never outlives the run
     try:
         directory = tempfile.mkdtemp(prefix="conformance-qemu-")
         directories.append(directory)

@@ -72,7 +72,8 @@ struct ConformanceTests {
     /// `Scripts/conformance_qemu.py`: each QEMU build (started once, under qemu-system-arm with socat) and
     /// `smp-sim --like` it: every command of every group the build has, good and bad arguments, upload first
     /// chunks, bad offsets, too large and wrong-slot uploads, state writes with bad hashes, unknown groups and
-    /// commands, v1/v2/bad headers; MCUboot serial recovery for `mps2_recovery`. About 5-10 s each.
+    /// commands, v1/v2/bad headers, line-buffer probes; MCUboot serial recovery for `mps2_recovery`; the
+    /// qemu_cortex_m0 test / swap / confirm cycle. About 20 s each, 60 s for qemu_cortex_m0.
     @Test(
         .enabled(if: SharedFirmware.missingForQEMU.isEmpty, Comment(rawValue: SharedFirmware.qemuMissingReason)),
         arguments: ["mps2_recovery", "mps2_app", "qemu_cortex_m0"])
@@ -82,7 +83,7 @@ struct ConformanceTests {
         let result = try await ProcessRunner.run(
             TestEnvironment.venvTool("python"),
             [script, "--sim", TestEnvironment.smpSim.path, "--build", build, "--firmware", SharedFirmware.directory.path],
-            timeout: 150)
+            timeout: 180)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains(" 0 differences"), "\(result)")
     }
