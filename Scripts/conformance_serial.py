@@ -118,27 +118,41 @@ class Link:
                 packet = frame[2:-2]
                 b0, _, _, group, seq, cmd = struct.unpack(">BBHHBB", packet[:8])
                 body = cbor2.loads(packet[8:]) if len(packet) > 8 else None
-                found.append({"op": b0 & 7, "ver": (b0 >> 3) & 3, "group": group, "seq": seq, "cmd": cmd, "body": body})
+                found.append({"op": b0 & 7, "ver": (b0 >> 3) & 3, "group": group, "seq": seq, "cmd": cmd, "body": body,
+                              "raw": packet[8:]})
                 frame = None
+        return found
+
+    def answer_to(self, seq, limit):
+        """The answers with sequence number `seq`, returning as soon as one has arrived (at most `limit` s)."""
+        deadline = time.time() + limit
+        found = []
+        while time.time() < deadline:
+            found += [a for a in self.answers(min(0.01, max(0, deadline - time.time()))) if a["seq"] == seq]
+            if found:
+                break
         return found
 
     def close(self):
         os.close(self.fd)
 
 
-def probes(build):
-    line, buf = BUILDS[build]["line"], BUILDS[build]["buf"]
+def probes(build, line=None, buf=None):
+    """Line-buffer probes for a build (or for explicit line and buffer sizes: the QEMU builds)."""
+    line, buf = line or BUILDS[build]["line"], buf or BUILDS[build]["buf"]
     longest = line - 1  # whole Base64 quads: 127 of 128, 511 of 512
     out = []
 
     def frame_with_lines(count, seq, line_length=longest):
+        """The fullest frame of `count` lines of at most `line_length` bytes (its first lines exactly that)."""
+        found = None
         for size in range(3000):
             lines = lines_of(echo(size, seq), line_length)
-            if len(lines) == count and len(lines[-1]) > line_length // 2:
-                return lines
             if len(lines) > count:
-                return None
-        return None
+                break
+            if len(lines) == count:
+                found = lines
+        return found
 
     out.append(("longest line (%d bytes)" % longest, lambda s: [(s[0], frame_with_lines(1, s[0]), 0)]))
     out.append(("line of %d bytes" % (longest + 4), lambda s: [(s[0], frame_with_lines(1, s[0], longest + 4), 0)]))
@@ -150,6 +164,19 @@ def probes(build):
     out.append(("packet of buf_size - 4 bytes, lines 15 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 4, s[0]), min(longest, 127)), 0.015)]))
     out.append(("packet of buf_size - 3 bytes, lines 15 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 3, s[0]), min(longest, 127)), 0.015)]))
     return out
+
+
+def probe(link, make, seqs, wait=0.2):
+    """Sends one probe's frames; for each, whether it was answered within `wait` seconds."""
+    sends = make(seqs)
+    if all(gap == 0 for _, _, gap in sends):
+        link.write([line for _, lines, _ in sends for line in lines])
+    else:
+        for _, lines, gap in sends:
+            link.write(lines, gap)
+    answered = {a["seq"] for a in link.answers(wait)}
+    time.sleep(0.05)
+    return [s in answered for s, _, _ in sends]
 
 
 def requests(build):
@@ -236,17 +263,7 @@ def run(build, exe, sim_path):
         for label, make in probes(build):
             seqs = [seq + 1, seq + 2, seq + 3]
             seq += 3
-            outcome = {}
-            for name, link in links.items():
-                sends = make(seqs)
-                if all(gap == 0 for _, _, gap in sends):
-                    link.write([line for _, lines, _ in sends for line in lines])
-                else:
-                    for _, lines, gap in sends:
-                        link.write(lines, gap)
-                answered = {a["seq"] for a in link.answers(0.2)}
-                outcome[name] = [s in answered for s, _, _ in sends]
-                time.sleep(0.05)
+            outcome = {name: probe(link, make, seqs) for name, link in links.items()}
             total += 1
             if outcome["real"] != outcome["sim"]:
                 failures.append((label, ["answered %s vs %s" % (outcome["real"], outcome["sim"])]))

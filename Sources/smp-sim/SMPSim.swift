@@ -75,7 +75,7 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("LittleFS block size in bytes (default 4096).", valueName: "bytes"))
     var fsBlockSize: Int = 4096
 
-    @Option(help: ArgumentHelp("Answer as one of the shared Zephyr 4.4.0 builds: native_sim_serial, native_sim_serial_fs or native_sim_udp (buffers, line buffers, groups, CBOR encoding, empty file system). Other options override it.", valueName: "build"))
+    @Option(help: ArgumentHelp("Answer as one of the shared Zephyr 4.4.0 builds: native_sim_serial, native_sim_serial_fs, native_sim_udp, mps2_recovery (MCUboot serial recovery, no app), mps2_app (app under MCUboot RAM load) or qemu_cortex_m0 (buffers, line buffers, groups, slots, bootloader, CBOR encoding, empty file system). Other options override it.", valueName: "build"))
     var like: String?
 
     @Flag(help: "Behave like a server that predates SMP v2 (answers v1 only).")
@@ -89,9 +89,9 @@ struct SMPSim: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "MCUboot mode: swap-scratch (default), swap-move, swap-offset (swap on reset, revert unless confirmed), overwrite (copy on reset, no revert), direct-xip (higher version boots, no test/confirm), direct-xip-revert, ram-load, firmware-loader (reset --boot-mode 1 runs the loader), single-app.",
+            "MCUboot mode: swap-scratch (default, or the --like build's), swap-move, swap-offset (swap on reset, revert unless confirmed), overwrite (copy on reset, no revert), direct-xip (higher version boots, no test/confirm), direct-xip-revert, ram-load, firmware-loader (reset --boot-mode 1 runs the loader), single-app.",
             valueName: "mode"))
-    var bootloaderMode: String = "swap-scratch"
+    var bootloaderMode: String?
 
     @Flag(help: "Downgrade prevention: bootloader info reports \"no-downgrade\": true.")
     var noDowngrade = false
@@ -142,7 +142,7 @@ struct SMPSim: AsyncParsableCommand {
         }
         guard (1...8).contains(images) else { throw ValidationError("--images must be 1...8") }
         if let baud, baud < 300 { throw ValidationError("--baud must be at least 300") }
-        guard SimulatedBootloader.Mode(name: bootloaderMode) != nil else {
+        if let bootloaderMode, SimulatedBootloader.Mode(name: bootloaderMode) == nil {
             throw ValidationError(
                 "--bootloader-mode must be one of " + SimulatedBootloader.Mode.names.joined(separator: ", "))
         }
@@ -168,7 +168,9 @@ struct SMPSim: AsyncParsableCommand {
         configuration.v1Only = v1Only
         if indefiniteMaps { configuration.indefiniteLengthMaps = true }
         configuration.imageCount = images
-        configuration.bootloader.mode = SimulatedBootloader.Mode(name: bootloaderMode)!
+        if let bootloaderMode {
+            configuration.bootloader.mode = SimulatedBootloader.Mode(name: bootloaderMode)!
+        }
         configuration.bootloader.noDowngrade = noDowngrade
         if suit { configuration.suit = SimulatedSUITConfiguration() }
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))

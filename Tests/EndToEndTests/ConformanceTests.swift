@@ -11,6 +11,28 @@ enum SharedFirmware {
     static var missingReason: String {
         "needs the shared Zephyr builds at \(directory.path) (\(udpBuild)); skipped where they are absent"
     }
+
+    /// The QEMU builds (mps2_an385 MCUboot + app, qemu_cortex_m0 merged image) and the tools to run them.
+    static let qemuBuilds = [
+        "zephyr_4.4.0_smp_server_0eae053d_mps2_an385_serial_recovery_buf1024.hex",
+        "zephyr_4.4.0_smp_server_0eae053d_mps2_an385_serial_recovery_buf1024.signed.bin",
+        "zephyr_4.4.0_smp_server_0eae053d_qemu_cortex_m0_serial.merged.hex",
+        "zephyr_4.4.0_smp_server_0eae053d_qemu_cortex_m0_serial.signed.bin",
+    ]
+    static var missingForQEMU: [String] {
+        let files = qemuBuilds.filter {
+            !FileManager.default.fileExists(atPath: directory.appendingPathComponent($0).path)
+        }
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        let tools = ["qemu-system-arm", "socat"].filter { tool in
+            !path.contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
+        }
+        return files.map { "\(directory.path)/\($0)" } + tools
+    }
+    static var qemuMissingReason: String {
+        "needs \(missingForQEMU.joined(separator: ", ")) (apt-get install qemu-system-arm socat; the shared "
+            + "firmware beside the repository); skipped where they are absent"
+    }
 }
 
 /// smp-sim against the real firmware (issue 11.2): `Scripts/conformance.py` sends the same requests over
@@ -43,6 +65,25 @@ struct ConformanceTests {
             TestEnvironment.venvTool("python"),
             [script, "--sim", TestEnvironment.smpSim.path, "--build", build, "--firmware", SharedFirmware.directory.path],
             timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains(" 0 differences"), "\(result)")
+    }
+
+    /// `Scripts/conformance_qemu.py`: each QEMU build (started once, under qemu-system-arm with socat) and
+    /// `smp-sim --like` it: every command of every group the build has, good and bad arguments, upload first
+    /// chunks, bad offsets, too large and wrong-slot uploads, state writes with bad hashes, unknown groups and
+    /// commands, v1/v2/bad headers, line-buffer probes; MCUboot serial recovery for `mps2_recovery`; the
+    /// qemu_cortex_m0 test / swap / confirm cycle. About 20 s each, 60 s for qemu_cortex_m0.
+    @Test(
+        .enabled(if: SharedFirmware.missingForQEMU.isEmpty, Comment(rawValue: SharedFirmware.qemuMissingReason)),
+        arguments: ["mps2_recovery", "mps2_app", "qemu_cortex_m0"])
+    func qemuAnswersMatch(build: String) async throws {
+        try TestEnvironment.requireBinaries()
+        let script = TestEnvironment.repositoryRoot.appendingPathComponent("Scripts/conformance_qemu.py").path
+        let result = try await ProcessRunner.run(
+            TestEnvironment.venvTool("python"),
+            [script, "--sim", TestEnvironment.smpSim.path, "--build", build, "--firmware", SharedFirmware.directory.path],
+            timeout: 180)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains(" 0 differences"), "\(result)")
     }

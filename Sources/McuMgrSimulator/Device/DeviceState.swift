@@ -37,6 +37,10 @@ struct DeviceState: Sendable {
         log = DeviceLog()
         log.append("Booting Zephyr OS build \(configuration.kernelRelease)", level: 1, at: 0)
         if let suitConfiguration = configuration.suit { suit = SUITState(configuration: suitConfiguration) }
+        if configuration.startsWithoutApplication && configuration.suit == nil {
+            for index in images.pairs.indices { images.pairs[index].slots[0] = ImageBank.Slot() }
+            if configuration.bootloader.serialRecovery { runMode = .serialRecovery }
+        }
     }
 
     /// Whether successful answers carry `"rc": 0`: legacy builds, SUIT devices (mandatory there) and MCUboot
@@ -235,6 +239,7 @@ struct DeviceState: Sendable {
         bootInstant = until
         // A reboot does not close files: writes of an open upload that were never committed are lost.
         files.abandonTransfer()
+        files.remountAfterErase()
         settings.reload()
         stats.reset()
         log.append(

@@ -2,7 +2,7 @@ import McuMgrCore
 
 /// MCUboot serial recovery (PROTOCOL.md 3.12; MCUboot boot_serial.c): what a device answers after a reset
 /// with `boot_mode` 1, until the next reset. Echo, console echo, reset, MCUmgr parameters (`buf_count` 1),
-/// image list and upload; everything else `rc 8`. Uploads go to the primary slot of the `image` asked for,
+/// image list (its answer has no `rc`) and upload; everything else `rc 8`. Uploads go to the primary slot of the `image` asked for,
 /// ignore `sha` and `upgrade`, and restart at every `off 0` (no resume). Answers always carry `rc`, never
 /// `err`; the version bits are echoed. Malformed requests get no answer at all.
 extension DeviceState {
@@ -45,6 +45,7 @@ extension DeviceState {
         guard let fields = try? request.fields() else { return rc(3) }
         switch (group, command, read) {
         case (0, 0, _):
+            guard configuration.bootloader.serialRecoveryEcho else { return rc(8) }
             guard case .text(let text)? = fields.value("d") else { return rc(3) }
             return [CBORMapEntry(key: "r", value: .text(text))] + rc(0)
         case (0, 1, false):
@@ -53,11 +54,12 @@ extension DeviceState {
             requestedReset = (.resetCommand, nil)
             return rc(0)
         case (0, 6, true):
+            guard configuration.bootloader.serialRecoveryParameters else { return rc(8) }
             return .entries([
                 "buf_size": .unsigned(UInt64(configuration.bootloader.serialRecoveryBufferSize)), "buf_count": 1,
             ]) + rc(0)
         case (1, 0, true):
-            return recoveryImageList() + rc(0)
+            return recoveryImageList()  // MCUboot's bs_list: the images array only, no rc
         case (1, 1, false):
             return recoveryUpload(fields)
         default:
@@ -97,7 +99,7 @@ extension DeviceState {
             images.upload = ImageBank.UploadSession(image: image, slot: 0, length: length, sha: [], data: data)
         } else {
             guard let session = images.upload, session.offset == offset else {
-                return .entries(["off": .unsigned(UInt64(images.upload?.offset ?? 0))]) + rc(0)
+                return rc(0) + .entries(["off": .unsigned(UInt64(images.upload?.offset ?? 0))])
             }
             guard offset + data.count <= session.length else { return rc(3) }
             images.upload!.data.append(contentsOf: data)
@@ -111,6 +113,7 @@ extension DeviceState {
                     image: ImageBank.SlotImage(bytes: session.data, info: info), trailer: .confirmed)
             }
         }
-        return .entries(["off": .unsigned(UInt64(session.offset))]) + rc(0)
+        // MCUboot's bs_upload encodes rc first, then off.
+        return rc(0) + .entries(["off": .unsigned(UInt64(session.offset))])
     }
 }

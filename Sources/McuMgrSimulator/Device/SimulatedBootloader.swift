@@ -75,6 +75,12 @@ public struct SimulatedBootloader: Sendable, Hashable {
     public var serialRecovery: Bool
     /// `MCUBOOT_SERIAL_MAX_RECEIVE_SIZE`: the `buf_size` serial recovery reports and accepts.
     public var serialRecoveryBufferSize: Int
+    /// Serial recovery answers echo (`MCUBOOT_BOOT_MGMT_ECHO`); otherwise `rc 8`, as the shared mps2_an385
+    /// MCUboot does.
+    public var serialRecoveryEcho: Bool = true
+    /// Serial recovery answers MCUmgr parameters (`buf_size`, `buf_count` 1); otherwise `rc 8`, as the shared
+    /// mps2_an385 MCUboot does.
+    public var serialRecoveryParameters: Bool = true
 
     /// Creates a bootloader.
     public init(

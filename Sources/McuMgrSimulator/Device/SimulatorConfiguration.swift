@@ -59,9 +59,22 @@ public struct SimulatorConfiguration: Sendable {
     public var imageSlotSize: Int = 0x76000
     /// Body size of the initial images.
     public var initialImageBodySize: Int = 2048
+    /// Start with no application (an empty primary slot): MCUboot stays in serial recovery (as the shared
+    /// mps2_an385 MCUboot does when QEMU loads no app), until an uploaded image boots after a reset.
+    public var startsWithoutApplication: Bool = false
+    /// Slot info reports `max_image_size` per image (`CONFIG_MCUMGR_GRP_IMG_TOO_LARGE_SYSBUILD` or
+    /// `_BOOTLOADER_INFO`); the shared QEMU builds have neither.
+    public var slotInfoMaxImageSize: Bool = true
     /// Flash address of image 0's primary slot; the other slots follow at `imageSlotSize` intervals
     /// (image 0 slot 1, image 1 slot 0, ...). Direct-XIP checks a ROM-fixed image's load address against it.
     public var imageSlotBaseAddress: UInt32 = 0x0000_C000
+    /// The image group answers state writes (test, confirm). Off: `rc 8` to every one, as the shared
+    /// mps2_an385 app under MCUboot RAM load answers (measured). Generic `ramLoad` keeps state writes for
+    /// now (the firmware-upgrade flow confirms in RAM-load mode); the real RAM-load build suggests it has none.
+    public var imageStateWrite: Bool = true
+    /// `CONFIG_IMG_ENABLE_IMAGE_CHECK`: an upload whose `sha` matches what the slot already holds is
+    /// answered at once, and the last chunk's answer carries `match`. The shared QEMU builds have neither.
+    public var imageCheck: Bool = true
     /// Check the SHA-256 TLV of a completed upload against header and body (IMG err 24 on mismatch).
     public var verifyUploadedImageHash: Bool = true
     /// Allow confirming the primary slot of a non-active image
@@ -98,6 +111,11 @@ public struct SimulatorConfiguration: Sendable {
     /// 10 (FILE_WRITE_FAILED). Nil = unlimited. The default 4 x 4 KiB is the shared native_sim builds'
     /// file system: one file of up to 8188 bytes, or two of up to 4096.
     public var fileSystemBlockCount: Int? = 4
+    /// The file system lies on the storage partition that the Zephyr basic group's erase wipes (smp_svr's
+    /// layout): after that erase every file operation under the mount point fails with FS err 1 (UNKNOWN)
+    /// until the next reset, which mounts an empty file system (Zephyr's LittleFS formats a partition it
+    /// cannot mount). Measured on the shared mps2_an385 app.
+    public var fileSystemOnStoragePartition: Bool = false
     /// A file left open by an upload or download is closed (and committed) after this much idle time
     /// (`CONFIG_MCUMGR_GRP_FS_FILE_AUTOMATIC_IDLE_CLOSE_TIME`; between 3 and 4.5 s measured on
     /// native_sim_udp 4.4.0).
@@ -105,6 +123,11 @@ public struct SimulatorConfiguration: Sendable {
     /// Largest file-download chunk (`CONFIG_MCUMGR_GRP_FS_DL_CHUNK_SIZE`); nil = Zephyr's default,
     /// `bufferSize` - 44 (2004 bytes at buf_size 2048, measured on native_sim_udp 4.4.0).
     public var downloadChunkSize: Int? = nil
+
+    // Statistics.
+    /// The statistics groups, in the order `stat list` gives them (from smp_svr_stats, smp, ble,
+    /// flash_sim_stats, flash_sim_thresholds); nil = smp_svr_stats, smp, ble.
+    public var statisticsGroups: [String]? = nil
 
     // Settings.
     /// Settings present (saved) at start.
@@ -165,6 +188,17 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
     case nativeSimSerialFS = "native_sim_serial_fs"
     /// `native_sim_udp.exe`: UDP, 2 x 2048-byte SMP buffers.
     case nativeSimUDP = "native_sim_udp"
+    /// `mps2_an385_serial_recovery_buf1024.hex` alone under QEMU: MCUboot (RAM load) finds no application
+    /// and stays in serial recovery: image list and upload (slot 0), console echo, reset; `rc 8` to echo,
+    /// MCUmgr parameters and everything else. After an upload and a reset the app below runs.
+    case mps2Recovery = "mps2_recovery"
+    /// `mps2_an385_serial_recovery_buf1024.hex` + `.signed.bin` under QEMU: the Zephyr smp_svr app under
+    /// MCUboot RAM load: 4 x 1024-byte SMP buffers, 2 x 128-byte line buffers, all groups, slots of
+    /// 0x80000 bytes, no image state write (RAM load), the LittleFS on the storage partition.
+    case mps2App = "mps2_app"
+    /// `qemu_cortex_m0_serial.merged.hex` under QEMU (microbit): MCUboot swap + the Zephyr app: 4 x 384-byte
+    /// SMP buffers, 2 x 128-byte line buffers, os img stat enum, slots of 0x1A000 bytes.
+    case qemuCortexM0 = "qemu_cortex_m0"
 
     /// Its SMP buffers (`os params`), line buffers (serial builds) and groups, measured: no image group
     /// (no MCUboot), no memory-pool statistics, date-time or bootloader info in the OS group,
@@ -184,6 +218,26 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
             configuration.bufferSize = 2048
             configuration.bufferCount = 2
             configuration.enabledGroups = [10, 8, 0, 3, 9, 2, 63]
+        case .mps2Recovery, .mps2App:
+            configuration.bufferSize = 1024
+            configuration.bufferCount = 4
+            configuration.enabledGroups = [10, 8, 1, 0, 3, 9, 2, 63]
+            // Measured with the guest's os params, image slot info (524288-byte slots), image state write
+            // (rc 8 to test and confirm) and MCUboot's serial recovery (rc 8 to echo and params; buf 1024 by the name).
+            configuration.bootloader = SimulatedBootloader(mode: .ramLoad, serialRecoveryBufferSize: 1024)
+            configuration.bootloader.serialRecoveryEcho = false
+            configuration.bootloader.serialRecoveryParameters = false
+            configuration.imageSlotSize = 0x80000
+            configuration.imageStateWrite = false
+            configuration.startsWithoutApplication = self == .mps2Recovery
+            configuration.fileSystemOnStoragePartition = true
+        case .qemuCortexM0:
+            configuration.bufferSize = 384
+            configuration.bufferCount = 4
+            configuration.enabledGroups = [10, 1, 0, 2]
+            // MCUboot swaps (which swap is not visible over SMP: no bootloader info); slots of 0x1A000.
+            configuration.bootloader = SimulatedBootloader(mode: .swapUsingMove)
+            configuration.imageSlotSize = 0x1A000
         }
         configuration.disabledCommands = [0: [1, 3, 4, 8]]
         configuration.indefiniteLengthMaps = true
@@ -196,6 +250,20 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
         configuration.machine = "posix"
         configuration.processor = "x86"
         configuration.hostname = "unknown"
+        switch self {
+        case .nativeSimSerial, .nativeSimSerialFS, .nativeSimUDP:
+            break
+        case .mps2Recovery, .mps2App, .qemuCortexM0:
+            // The apps are the shared signed images: version 0.0.0, no max_image_size in slot info.
+            configuration.appVersion = SimulatorImageVersion(0, 0, 0)
+            configuration.slotInfoMaxImageSize = false
+            configuration.imageCheck = false
+            configuration.statisticsGroups =
+                self == .qemuCortexM0 ? ["smp_svr_stats"] : ["flash_sim_stats", "flash_sim_thresholds", "smp_svr_stats"]
+            configuration.machine = "arm"
+            configuration.boardName = self == .qemuCortexM0 ? "qemu_cortex_m0/nrf51822" : "mps2/an385"
+            configuration.processor = self == .qemuCortexM0 ? "cortex-m0" : "cortex-m3"
+        }
         return configuration
     }
 
@@ -207,6 +275,12 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
         // 5 the real device stopped answering in our probe), lines of 511 bytes taken, 515 dropped.
         case .nativeSimSerialFS: return (512, 4)
         case .nativeSimUDP: return nil
+        // Measured under QEMU with one-line frames and lines back to back: a line of 131 bytes is dropped
+        // by all three; qemu_cortex_m0 takes 4 lines back to back and drops 5; the mps2 app and its MCUboot
+        // take at least 9 (the guests free lines while the next ones arrive, so these are what a client
+        // sees, not the configured buffer counts).
+        case .qemuCortexM0: return (128, 4)
+        case .mps2App, .mps2Recovery: return (128, 9)
         }
     }
 }

@@ -30,6 +30,17 @@ struct StatsRegistry: Sendable {
                 ("conn", 1), ("disc", 0), ("rx_bytes", rxBytes), ("tx_bytes", txBytes),
                 ("adv_events", uptimeMilliseconds / 100),
             ]
+        case "flash_sim_thresholds":
+            // Zephyr's flash simulator: thresholds that make it fail on purpose, all off.
+            return [("max_write_calls", 0), ("max_erase_calls", 0), ("max_len", 0)]
+        case "flash_sim_stats":
+            // Zephyr's flash simulator: call counters plus one erase counter per flash page (hundreds of
+            // fields: more than a 1024-byte buffer holds, so reading it is EMSGSIZE on the mps2 app).
+            return [
+                ("bytes_read", 0), ("bytes_written", 0), ("double_writes", 0), ("flash_read_calls", 0),
+                ("flash_read_time_us", 0), ("flash_write_calls", 0), ("flash_write_time_us", 0),
+                ("flash_erase_calls", 0), ("flash_erase_time_us", 0),
+            ] + (0..<256).map { ("erase_cycles_unit\($0)", 0) }
         default:
             return nil
         }

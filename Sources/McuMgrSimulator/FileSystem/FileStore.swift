@@ -66,6 +66,9 @@ struct FileStore: Sendable {
     /// Committed contents by path.
     private(set) var files: [String: [UInt8]]
     var transfer: Transfer?
+    /// The flash under the mounted file system was erased (Zephyr basic group): every operation on a
+    /// path under the mount point fails until the next mount.
+    var storageErased = false
 
     /// - Parameter geometry: nil = unlimited space.
     init(mountPoint: String, files: [String: [UInt8]], geometry: Geometry? = nil) {
@@ -114,6 +117,14 @@ struct FileStore: Sendable {
 
     /// Drops the open upload without committing (a write failed: LittleFS leaves the file as last synced).
     mutating func abandonTransfer() { transfer = nil }
+
+    /// A reboot after the storage was erased: LittleFS cannot mount the blank partition and formats it.
+    mutating func remountAfterErase() {
+        guard storageErased else { return }
+        storageErased = false
+        files = [:]
+        transfer = nil
+    }
 
     /// Whether the open upload's file can hold `working` bytes without running out of blocks.
     func hasSpace(forWorking size: Int) -> Bool {

@@ -311,7 +311,10 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             guard case .packet(let request) = event else { continue }
             // uart_mcumgr reassembles a frame (length, packet, CRC) in one SMP buffer: a packet of more
             // than buf_size - 4 bytes is dropped (native_sim_serial_fs: 1024-byte packet, buf_size 1024).
-            if consoleFraming, request.count + 4 > device.currentBufferSize { continue }
+            // MCUboot's serial recovery takes one byte more: packets of up to MCUBOOT_SERIAL_MAX_RECEIVE_SIZE
+            // - 3 (1021 of 1024 answered, 1022 dropped on the shared mps2_an385 MCUboot).
+            let overhead = device.runMode == .serialRecovery ? 3 : 4
+            if consoleFraming, request.count + overhead > device.currentBufferSize { continue }
             guard let response = device.handleUnlessRebooting(request) else { continue }
             var encoded = context.channel.allocator.buffer(capacity: response.count * 2)
             for unit in codec.encode(response) { encoded.writeBytes(unit) }

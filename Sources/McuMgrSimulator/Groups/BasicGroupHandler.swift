@@ -5,6 +5,7 @@ extension DeviceState {
     mutating func handleBasic(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         guard request.command.rawValue == 0 else { throw .notSupported }
         settings.erase()
+        if configuration.fileSystemOnStoragePartition { files.storageErased = true }
         return .empty
     }
 }

@@ -43,6 +43,14 @@ extension DeviceState {
 
     mutating func handleFileSystem(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         closeIdleFile()
+        if files.storageErased, [0, 1, 2].contains(request.command.rawValue),
+            let name = try? request.decodedFields().text("name"), files.isMounted(name), name != files.mountPoint
+        {
+            // The erased partition under LittleFS: every file operation fails (EIO and the like → UNKNOWN);
+            // the mount point itself is still a directory to the VFS. Measured on the mps2_an385 app.
+            files.abandonTransfer()
+            throw .group(.fileSystem, 1)
+        }
         switch (request.command.rawValue, request.isRead) {
         case (0, true): return try fileDownload(request)
         case (0, false): return try fileUpload(request)

@@ -41,9 +41,12 @@ extension DeviceState {
     }
 
     private mutating func imageStateWrite(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
-        // Direct-XIP without revert has no state-write handler (PROTOCOL.md gotcha 12). The firmware-loader
+        // Direct-XIP without revert has no state-write handler (PROTOCOL.md gotcha 12), nor has a build
+        // configured without one (the shared mps2_an385 RAM-load app: rc 8). The firmware-loader
         // mode has no pending or confirmed state either (a guess: NCS documents no state write for it).
-        if images.mode == .directXIP || images.mode == .firmwareLoader { throw .notSupported }
+        if images.mode == .directXIP || images.mode == .firmwareLoader || !configuration.imageStateWrite {
+            throw .notSupported
+        }
         let fields = try request.decodedFields()
         let hash = try fields.bytes("hash")
         let confirm = try fields.bool("confirm") ?? false
@@ -84,6 +87,9 @@ extension DeviceState {
             if let sha, !sha.isEmpty, let session = images.upload, session.sha == sha {
                 return .ok(["off": .unsigned(UInt64(session.offset))])
             }
+            // A single-image build ignores `image` (img_mgmt with UPDATABLE_IMAGE_NUMBER 1 always picks the
+            // unused slot of image 0; images 1 and 2 accepted on the shared QEMU builds).
+            let image = images.imageCount == 1 ? 0 : image
             guard image < images.imageCount, let slot = images.uploadSlot(for: image) else {
                 throw fail(9)  // NO_FREE_SLOT
             }
@@ -94,7 +100,7 @@ extension DeviceState {
             }
             guard data.count <= length else { throw fail(31) }  // INVALID_IMAGE_DATA_OVERRUN
             // Image check (CONFIG_IMG_ENABLE_IMAGE_CHECK): the slot already holds exactly this file.
-            if let sha, sha.count == 32, let present = images.slot(image, slot), present.bytes.count == length,
+            if configuration.imageCheck, let sha, sha.count == 32, let present = images.slot(image, slot), present.bytes.count == length,
                 Array(SHA256.hash(data: present.bytes)) == sha
             {
                 images.upload = nil
@@ -129,7 +135,7 @@ extension DeviceState {
         }
         images.store(ImageBank.SlotImage(bytes: session.data, info: info), image: session.image, slot: session.slot)
         var entries: [CBORMapEntry] = .entries(["off": .unsigned(UInt64(session.length))])
-        if session.sha.count == 32 {
+        if configuration.imageCheck, session.sha.count == 32 {
             entries.append("match", .bool(Array(SHA256.hash(data: session.data)) == session.sha))
         }
         return .success(entries)
@@ -144,15 +150,25 @@ extension DeviceState {
         return .empty
     }
 
+    /// Zephyr's slot info: every slot's size; the slot an upload of that image goes to also carries
+    /// `upload_image_id` (the `image` to upload with; the inactive slot); `max_image_size` only where configured.
     private func slotInfo() -> SimulatedOutcome {
         let list: [CBOR] = (0..<images.imageCount).map { image in
-            .map(.entries([
+            let uploadSlot = images.pairs[image].otherSlot
+            var entries: [CBORMapEntry] = .entries([
                 "image": .unsigned(UInt64(image)),
                 "slots": .array((0..<2).map { slot in
-                    .map(.entries(["slot": .unsigned(UInt64(slot)), "size": .unsigned(UInt64(images.slotSize))]))
+                    var slotEntries: [CBORMapEntry] = .entries([
+                        "slot": .unsigned(UInt64(slot)), "size": .unsigned(UInt64(images.slotSize)),
+                    ])
+                    if slot == uploadSlot { slotEntries.append("upload_image_id", .unsigned(UInt64(image))) }
+                    return .map(slotEntries)
                 }),
-                "max_image_size": .unsigned(UInt64(images.slotSize)),
-            ]))
+            ])
+            if configuration.slotInfoMaxImageSize {
+                entries.append("max_image_size", .unsigned(UInt64(images.slotSize)))
+            }
+            return .map(entries)
         }
         return .ok(["images": .array(list)])
     }

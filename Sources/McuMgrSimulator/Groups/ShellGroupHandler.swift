@@ -5,7 +5,9 @@ extension DeviceState {
     mutating func handleShell(_ request: SimulatedRequest) throws(SimulatorFault) -> SimulatedOutcome {
         guard request.command.rawValue == 0 else { throw .notSupported }
         var argv: [String] = []
-        for item in try request.decodedFields().array("argv") ?? [] {
+        // No `argv` at all: rc 3 (measured on the mps2_an385 app); an empty one: SHELL err 3 (native_sim).
+        guard let items = try request.decodedFields().array("argv") else { throw .invalidValue }
+        for item in items {
             guard case .text(let s) = item else { throw .invalidValue }
             argv.append(s)
         }
