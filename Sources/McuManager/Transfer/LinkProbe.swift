@@ -7,9 +7,10 @@ import McuMgrCore
 /// (`CONFIG_UART_MCUMGR_RX_BUF_SIZE` x `CONFIG_UART_MCUMGR_RX_BUF_COUNT`, 128 B x 2 by default): a longer
 /// line, or more lines at once than it holds, is dropped without an answer, and `os params` does not tell
 /// these limits. The transport starts from Zephyr's defaults, which every device takes; the probe then
-/// tries one longer line (511, 1023, ... bytes) and one frame of more lines, each within the device's SMP
-/// buffer, and keeps what was answered. Any answer counts, an error too: it proves the frame arrived.
-/// A frame that gets no answer within a few round trips was dropped. At most three probes go unanswered.
+/// tries a whole SMP buffer in lines of that length at once (MCUboot and bigger builds take it), else
+/// longer lines (511, 1023, ... bytes) and a frame of more of them, each within the device's SMP buffer,
+/// and keeps what was answered. Any answer counts, an error too: it proves the frame arrived. A frame
+/// that gets no answer within a few round trips was dropped. At most four probes go unanswered.
 public enum LinkProbe {
     /// Line lengths tried, shortest first (buffers of 512, 1024, 2048 and 4096 bytes).
     static let lineLengths = [511, 1023, 2047, 4095]
@@ -65,34 +66,48 @@ public enum LinkProbe {
         }
         var lines = start
         var failures = 0
-
-        // 1. Longer lines: one line of each length, as long as the packet it carries fits the buffer.
-        for length in lineLengths where length > lines.length {
-            let candidate = LinkLimits.ConsoleLines(length: length, count: lines.count)
-            let packet = candidate.largestPacket(inLines: 1)
-            guard packet <= packetLimit else { break }
+        func attempt(_ candidate: LinkLimits.ConsoleLines, _ packet: Int) async -> Bool {
             if await tries(candidate, packetSize: packet, client: client, transport: transport, predicted: predicted(candidate, packet), logger: logger) {
+                return true
+            }
+            failures += 1
+            return false
+        }
+
+        // 1. A whole SMP buffer in lines of the starting length, at once: many devices hold that many
+        //    lines (MCUboot, serial-fs builds), and then one probe settles it.
+        let neededAtStart = start.lines(forPacket: packetLimit)
+        if neededAtStart > start.count {
+            let candidate = LinkLimits.ConsoleLines(length: start.length, count: neededAtStart)
+            if await attempt(candidate, min(packetLimit, candidate.largestPacket(inLines: neededAtStart))) {
                 lines = candidate
-            } else {
-                failures += 1
-                break
             }
         }
 
-        // 2. More lines at once: the frame of a full SMP buffer, else one line more than now.
-        let needed = lines.lines(forPacket: packetLimit)
-        var counts: [Int] = []
-        if needed > lines.count { counts.append(needed) }
-        // A device with Zephyr's default line length most likely has its default line count too: one try.
-        if needed > lines.count + 1, lines.length > start.length { counts.append(lines.count + 1) }
-        for count in counts where failures < 3 {
-            let candidate = LinkLimits.ConsoleLines(length: lines.length, count: count)
-            let packet = min(packetLimit, candidate.largestPacket(inLines: count))
-            if await tries(candidate, packetSize: packet, client: client, transport: transport, predicted: predicted(candidate, packet), logger: logger) {
+        if lines == start {
+            // 2. Longer lines: one line of each length, as long as the packet it carries fits the buffer.
+            for length in lineLengths where length > lines.length {
+                let candidate = LinkLimits.ConsoleLines(length: length, count: lines.count)
+                let packet = candidate.largestPacket(inLines: 1)
+                guard packet <= packetLimit else { break }
+                guard await attempt(candidate, packet) else { break }
                 lines = candidate
-                break
             }
-            failures += 1
+            // 3. With longer lines, more of them at once: the frame of a full SMP buffer, else one line
+            //    more. (With the starting length the device took no more lines in step 1.)
+            if lines.length > start.length {
+                let needed = lines.lines(forPacket: packetLimit)
+                var counts: [Int] = []
+                if needed > lines.count { counts.append(needed) }
+                if needed > lines.count + 1 { counts.append(lines.count + 1) }
+                for count in counts where failures < 3 {
+                    let candidate = LinkLimits.ConsoleLines(length: lines.length, count: count)
+                    if await attempt(candidate, min(packetLimit, candidate.largestPacket(inLines: count))) {
+                        lines = candidate
+                        break
+                    }
+                }
+            }
         }
         transport.learnConsoleLines(lines, final: true)
         memory?.remember(lines, for: transport.name)
