@@ -15,7 +15,7 @@ struct LossyLinkTests {
             defer { proxy.stop() }
             let upload = try await ProcessRunner.run(
                 TestEnvironment.smp,
-                ["--device", "udp:127.0.0.1:\(proxy.port)", "--json", "image", "upload", file], timeout: 300)
+                ["--device", "udp:127.0.0.1:\(proxy.port)", "--timeout", "60", "--json", "image", "upload", file], timeout: 300)
             #expect(upload.status == 0, "\(upload)")
             #expect(proxy.dropped > 50, "the path lost \(proxy.dropped) of \(proxy.dropped + proxy.forwarded) datagrams")
             // The device (asked directly) holds exactly the uploaded image in the second slot.
@@ -26,7 +26,8 @@ struct LossyLinkTests {
 }
 
 /// `smp` over a noisy serial line (issue: serial never retransmitted, so one flipped byte failed a
-/// transfer and dropped lines hung it for minutes).
+/// transfer and dropped lines hung it for minutes). `--timeout 60`: the subject is loss, and a suite
+/// that runs QEMU guests beside it can starve the simulator for seconds.
 @Suite("Noisy serial lines", .serialized)
 struct NoisySerialTests {
     static func withRelay<R>(
@@ -48,7 +49,7 @@ struct NoisySerialTests {
         try await Self.withRelay(corruption: 1e-4) { session, relay in
             let file = try DFUPackages.write(data, "img.bin", in: session.directory)
             let upload = try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "image", "upload", file], timeout: 300)
             #expect(upload.status == 0, "\(upload)")
             #expect(relay.corrupted > 0)
             relay.stop()  // it holds the device's pty: ask the device directly now
@@ -64,10 +65,10 @@ struct NoisySerialTests {
             // Through the relay too (the relay holds the device's pty): the upload meets the same noise.
             expectSuccess(
                 try await ProcessRunner.run(
-                    TestEnvironment.smp, ["--device", "serial:\(relay.path)", "fs", "upload", local, "/lfs1/f.bin"], timeout: 120))
+                    TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "fs", "upload", local, "/lfs1/f.bin"], timeout: 120))
             let back = session.directory.path("back.bin")
             let download = try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "fs", "download", "/lfs1/f.bin", back], timeout: 120)
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "fs", "download", "/lfs1/f.bin", back], timeout: 120)
             #expect(download.status == 0, "\(download)")
             #expect(FileManager.default.contents(atPath: back) == content)
             #expect(relay.corrupted > 0)
@@ -79,7 +80,7 @@ struct NoisySerialTests {
         try await Self.withRelay(lineLoss: 0.03) { session, relay in
             let file = try DFUPackages.write(data, "img.bin", in: session.directory)
             let upload = try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "image", "upload", file], timeout: 300)
+                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "image", "upload", file], timeout: 300)
             #expect(upload.status == 0, "\(upload)")
             #expect(relay.linesLost > 0)
             relay.stop()  // it holds the device's pty: ask the device directly now

@@ -12,8 +12,9 @@ import Glibc
     final class Running: @unchecked Sendable {
         let process = Process()
         private let stdout = Pipe()
-        private let stderr = Pipe()
-        private let collected = LockedBox(Data())
+        /// stderr goes to a file that the test reads as it grows: no pipe handler that a loaded machine
+        /// runs late (with a pipe, the whole upload was over before the test saw its first lines).
+        private let stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("smp-running-\(UUID().uuidString).stderr")
 
         init(_ arguments: [String]) throws {
             try TestEnvironment.requireBinaries()
@@ -23,14 +24,16 @@ import Glibc
             environment.removeValue(forKey: "SMP_DEVICE")
             process.environment = environment
             process.standardOutput = stdout
-            process.standardError = stderr
+            _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: stderrFile)
             process.standardInput = FileHandle.nullDevice
-            let collected = self.collected
-            stderr.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                collected.withValue { $0.append(data) }
-            }
             try process.run()
+        }
+
+        deinit { try? FileManager.default.removeItem(at: stderrFile) }
+
+        private var collectedText: String {
+            (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
         }
 
         /// Waits (at most 60 s) until stderr (with `-v`: one line per request and answer) holds `count`
@@ -38,12 +41,11 @@ import Glibc
         func waitFor(_ count: Int, of text: String) async throws {
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline, process.isRunning {
-                let seen = collected.withValue { String(decoding: $0, as: UTF8.self) }
-                    .split(separator: "\n").filter { $0.contains(text) }.count
+                let seen = collectedText.split(separator: "\n").filter { $0.contains(text) }.count
                 if seen >= count { return }
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let log = collected.withValue { String(decoding: $0, as: UTF8.self) }
+            let log = collectedText
             let lines = log.split(separator: "\n")
             let exit = process.isRunning ? "still running" : "exited with \(process.terminationStatus)"
             throw E2EError(
@@ -61,11 +63,40 @@ import Glibc
                 throw E2EError("smp did not exit within 20 s of signal \(number)")
             }
             let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            stderr.fileHandleForReading.readabilityHandler = nil
-            let rest = stderr.fileHandleForReading.readDataToEndOfFile()
-            let err = collected.withValue { String(decoding: $0 + rest, as: UTF8.self) }
-            return (process.terminationStatus, out, err)
+            return (process.terminationStatus, out, collectedText)
         }
+    }
+
+    /// Runs `smp ARGS` and stops it with `signal` once its stderr has `count` lines containing `text`.
+    /// A shell watches and signals, so a loaded test process (late timers) cannot miss the moment.
+    /// - Returns: the exit status, stderr, and whether the signal was sent before smp ended by itself.
+    static func runStopped(
+        _ arguments: [String], after count: Int, of text: String, signal: Int32
+    ) async throws -> (status: Int32, stderr: String, signalled: Bool) {
+        try TestEnvironment.requireBinaries()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let script = #"""
+            "$SMP" "$@" 2>"$DIR/err" >"$DIR/out" &
+            pid=$!
+            while kill -0 "$pid" 2>/dev/null; do
+                if [ "$(grep -c -- "$TEXT" "$DIR/err")" -ge "$COUNT" ]; then kill "-$SIGNAL" "$pid"; touch "$DIR/signalled"; break; fi
+                sleep 0.01
+            done
+            wait "$pid"
+            echo $? >"$DIR/status"
+            """#
+        let result = try await ProcessRunner.run(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", script, "sh"] + arguments, timeout: 120,
+            environment: [
+                "SMP": TestEnvironment.smp.path, "DIR": directory.url.path, "TEXT": text, "COUNT": "\(count)",
+                "SIGNAL": "\(signal)",
+            ])
+        guard let statusText = try? String(contentsOfFile: directory.path("status"), encoding: .utf8),
+            let status = Int32(statusText.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw E2EError("the watcher did not finish: \(result)") }
+        let stderr = (try? String(contentsOfFile: directory.path("err"), encoding: .utf8)) ?? ""
+        return (status, stderr, FileManager.default.fileExists(atPath: directory.path("signalled")))
     }
 
     static func json(_ text: String) throws -> [String: Any] {
@@ -196,11 +227,11 @@ struct RealFileSystemTransferTests {
         let local = device.directory.appendingPathComponent("k.bin").path
         try payload.write(to: URL(fileURLWithPath: local))
         // Small chunks, one at a time (500 of them, ~10 s), stopped after 10 were answered.
-        let running = try TransferEndToEndTests.Running(
-            ["-v", "--device", uri, "fs", "upload", local, "/lfs1/k.bin", "--chunk-size", "8", "--pipeline", "1"])
-        try await running.waitFor(10, of: "<- write-response fs(8) cmd 0")
-        let (status, _, stderr) = try await running.signal(SIGTERM)
-        #expect(status == 130, "\(stderr)")
+        let (status, stderr, signalled) = try await TransferEndToEndTests.runStopped(
+            ["-v", "--device", uri, "fs", "upload", local, "/lfs1/k.bin", "--chunk-size", "8", "--pipeline", "1"],
+            after: 10, of: "<- write-response fs(8) cmd 0", signal: SIGTERM)
+        #expect(signalled, "smp ended before it was stopped: \(stderr.suffix(1000))")
+        #expect(status == 130, "\(stderr.suffix(2000))")
         let again = expectSuccess(try await runSMP(["--device", uri, "--json", "fs", "upload", local, "/lfs1/k.bin"]))
         let result = try TransferEndToEndTests.json(again.stdout)
         let resumed = result["resumed_from"] as? Int ?? 0
