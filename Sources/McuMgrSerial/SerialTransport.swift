@@ -76,7 +76,9 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         // A frame the device drops (a CRC error, a full line buffer) gets no answer: resend after the
         // measured timeout, not sooner than 300 ms (devices erase flash sectors between chunks; a late
         // copy is answered and ignored). A frame we drop is resent at once (`answerLost`).
-        SMPSessionConfiguration(window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .milliseconds(300))
+        SMPSessionConfiguration(
+            window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .milliseconds(300),
+            maximumRetransmits: 16)
     }
 
     /// What the link carries now: the console line limits (configured, or learned by probing) bound the

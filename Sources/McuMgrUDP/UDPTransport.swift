@@ -30,7 +30,7 @@ public final class UDPTransport: McuMgrTransport {
 
         public init(
             host: String, port: Int = 1337, mtu: Int = 1472, retransmitInterval: Duration? = nil,
-            maximumRetransmits: Int = 6
+            maximumRetransmits: Int = 16
         ) {
             self.host = host
             self.port = port

@@ -344,7 +344,7 @@ struct RealRepeatedWriteTests {
             ready = try await runSMP(["--device", "udp:127.0.0.1:1337", "--timeout", "0.5", "os", "echo", "hi"]).status == 0
         }
         try #require(ready, "native_sim_udp did not answer an echo")
-        let proxy = try AnswerDroppingUDPRelay(devicePort: 1337, dropAnswersTo: [request])
+        let proxy = try AnswerDroppingUDPRelay.start(devicePort: 1337, dropAnswersTo: [request])
         defer { proxy.stop() }
         let payload = randomBytes(2000)
         let local = device.directory.appendingPathComponent("up.bin").path

@@ -117,19 +117,23 @@ public enum LinkProbe {
 
     /// SMP buffer sizes firmware commonly has (`CONFIG_MCUMGR_TRANSPORT_NETBUF_SIZE`, MCUboot's
     /// `CONFIG_BOOT_SERIAL_MAX_RECEIVE_SIZE`), largest first.
-    static let commonBufferSizes = [2048, 1024, 512, 384, 256, 128]
+    static let commonBufferSizes = [2048, 1024, 512, 384, 256, 128, 96]
 
     /// Without `os params` the device's SMP buffer is unknown, and a request larger than it is dropped
     /// without an answer. Tries echoes that fill the common buffer sizes, largest first, up to
-    /// `ceiling`, and returns the largest packet the device answers (at least 64 bytes).
+    /// `ceiling`, and returns the largest packet the device answers (at least what the smallest common
+    /// buffer, 96 bytes, takes).
     /// - Parameter overhead: what the link spends of the device's buffer (4 on a serial console).
     public static func largestAnsweredPacket(
         client: McuMgrClient, ceiling: Int, overhead: Int, logger: Logger
     ) async -> Int {
-        let floor = min(ceiling, 64)
-        guard let rtt = await roundTrip(packetSize: floor, client: client, timeout: client.configuration.timeout) else {
-            return floor
+        // What every device takes: the smallest common buffer (still room for an image chunk's keys).
+        let floor = min(ceiling, commonBufferSizes.last! - overhead)
+        var measured: Duration?
+        for _ in 0..<2 where measured == nil {  // a device that just booted may miss the first one
+            measured = await roundTrip(packetSize: min(floor, 64), client: client, timeout: client.configuration.timeout)
         }
+        guard let rtt = measured else { return floor }
         let console = client.transport as? any McuMgrConsoleLineTransport
         let candidates = [ceiling] + commonBufferSizes.map { $0 - overhead }.filter { $0 < ceiling && $0 > floor }
         for size in candidates where size <= ceiling {

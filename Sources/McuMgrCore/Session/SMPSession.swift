@@ -132,7 +132,9 @@ public struct SMPSession: Sendable {
         self.configuration = configuration
         self.version = configuration.version
         self.nextSequence = initialSequence
-        self.roundTrips = RoundTripEstimator(floor: configuration.retransmitFloor)
+        // Backoff stops doubling at 4 s: a request keeps being resent until its deadline on a link that
+        // loses much (a long frame on a noisy line), instead of waiting the rest of it out in silence.
+        self.roundTrips = RoundTripEstimator(floor: configuration.retransmitFloor, ceiling: .seconds(4))
     }
 
     /// How long the request with this sequence number has been on the link; nil when none is in flight.

@@ -4,26 +4,37 @@ import Foundation
 import Glibc
 #endif
 
-/// A UDP relay on 127.0.0.1 between `smp` and a device that loses datagrams at random (seeded, so a
-/// failure replays), each direction on its own: the lossy network path of a field device, made here.
+/// A UDP relay on 127.0.0.1 between `smp` and a device that loses datagrams: at random (seeded, so a
+/// failure replays), each direction on its own, as on the lossy network path of a field device; or as a
+/// rule chooses (`LossRule`), e.g. the answer to one chosen request.
 final class LossyUDPProxy: @unchecked Sendable {
+    /// Which way a datagram goes.
+    enum Direction: Sendable { case toDevice, toClient }
+    /// Decides whether to lose a datagram; called on the relay's thread, in order.
+    typealias LossRule = (Direction, ArraySlice<UInt8>) -> Bool
+
     /// The port `smp` talks to.
     let port: Int
     private let clientSocket: Int32
     private let deviceSocket: Int32
-    private let lossRate: Double
+    private let lose: LossRule
     private let lock = NSLock()
     private let life = RelayLife()
-    private var dice: SeededBytes
     private var clientAddress = sockaddr_in()
     private var haveClient = false
     private(set) var forwarded = 0
     private(set) var dropped = 0
 
+    /// Loses `lossRate` of the datagrams in each direction, at random.
+    convenience init(devicePort: Int, lossRate: Double, seed: UInt64 = 7) throws {
+        var dice = SeededBytes(seed: seed)
+        try self.init(devicePort: devicePort) { _, _ in dice.chance(lossRate) }
+    }
+
     /// - Parameters:
     ///   - devicePort: the device's UDP port on 127.0.0.1.
-    ///   - lossRate: the share of datagrams lost in each direction.
-    init(devicePort: Int, lossRate: Double, seed: UInt64 = 7) throws {
+    ///   - lose: whether to lose each datagram.
+    init(devicePort: Int, lose: @escaping LossRule) throws {
         func udpSocket() throws -> Int32 {
             let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
             guard fd >= 0 else { throw E2EError("socket: errno \(errno)") }
@@ -55,8 +66,7 @@ final class LossyUDPProxy: @unchecked Sendable {
         self.clientSocket = clientSocket
         self.deviceSocket = deviceSocket
         self.port = port
-        self.lossRate = lossRate
-        self.dice = SeededBytes(seed: seed)
+        self.lose = lose
         Thread { [self] in self.relay() }.start()
     }
 
@@ -76,13 +86,13 @@ final class LossyUDPProxy: @unchecked Sendable {
                 if n > 0 {
                     clientAddress = from
                     haveClient = true
-                    count(dice.chance(lossRate)) { _ = send(deviceSocket, buffer, n, 0) }
+                    count(lose(.toDevice, buffer[0..<n])) { _ = send(deviceSocket, buffer, n, 0) }
                 }
             }
             if fds[1].revents & Int16(POLLIN) != 0 {
                 let n = recv(deviceSocket, &buffer, buffer.count, 0)
                 if n > 0, haveClient {
-                    count(dice.chance(lossRate)) {
+                    count(lose(.toClient, buffer[0..<n])) {
                         _ = withUnsafePointer(to: &clientAddress) {
                             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                                 sendto(clientSocket, buffer, n, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
