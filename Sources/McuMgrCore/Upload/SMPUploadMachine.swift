@@ -43,8 +43,8 @@ public struct SMPUploadMachine: Sendable {
         public var maximumBusyRetries: Int
         /// Pause before sending a chunk the device answered busy.
         public var busyRetryDelay: Duration
-        /// The longest time without progress: a chunk lost when the device has confirmed nothing for this
-        /// long ends the upload (`--timeout`). Nil leaves it to `maximumConsecutiveLosses`.
+        /// The longest time without progress: a chunk lost again (sent twice) when the device has confirmed
+        /// nothing for this long ends the upload (`--timeout`). Nil leaves it to `maximumConsecutiveLosses`.
         public var progressTimeout: Duration?
 
         public init(
@@ -217,7 +217,8 @@ public struct SMPUploadMachine: Sendable {
         losses += 1
         var actions: [Action] = []
         if window.lost() { actions.append(.window(window)) }
-        if let timeout = limits.progressTimeout, let since = lastProgress, now - since >= timeout {
+        // The lost chunk is sent once more (after a resync) before the time without progress ends it.
+        if let timeout = limits.progressTimeout, let since = lastProgress, now - since >= timeout, consecutiveLosses >= 2 {
             failed = true
             return actions + [.fail(.noAnswer(for: now - since, confirmed: planner.confirmedOffset, total: total))]
         }
