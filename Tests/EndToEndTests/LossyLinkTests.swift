@@ -44,18 +44,29 @@ struct NoisySerialTests {
         }
     }
 
-    @Test func a256KiBImageUploadSurvivesOneCorruptByteInTenThousand() async throws {
-        let (data, hash) = try DFUPackages.image(size: 256 * 1024, seed: 12)
-        try await Self.withRelay(corruption: 1e-4) { session, relay in
+    /// Runs `smp ARGS` through the relay (serial, --timeout 60).
+    static func smp(through relay: SerialFaultRelay, _ arguments: [String], timeout: Double = 300) async throws -> ProcessResult {
+        try await ProcessRunner.run(
+            TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60"] + arguments, timeout: timeout)
+    }
+
+    /// Uploads a 256 KiB image through the relay; the device then holds it in slot 1; returns the relay.
+    static func uploadImage(seed: UInt64, corruption: Double = 0, lineLoss: Double = 0) async throws -> SerialFaultRelay {
+        let (data, hash) = try DFUPackages.image(size: 256 * 1024, seed: seed)
+        return try await withRelay(corruption: corruption, lineLoss: lineLoss) { session, relay in
             let file = try DFUPackages.write(data, "img.bin", in: session.directory)
-            let upload = try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "image", "upload", file], timeout: 300)
+            let upload = try await smp(through: relay, ["image", "upload", file])
             #expect(upload.status == 0, "\(upload)")
-            #expect(relay.corrupted > 0)
             relay.stop()  // it holds the device's pty: ask the device directly now
             let slots = try await session.imageList()
             #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
+            return relay
         }
+    }
+
+    @Test func a256KiBImageUploadSurvivesOneCorruptByteInTenThousand() async throws {
+        let relay = try await Self.uploadImage(seed: 12, corruption: 1e-4)
+        #expect(relay.corrupted > 0)
     }
 
     @Test func aDownloadSurvivesCorruptBytes() async throws {
@@ -63,12 +74,9 @@ struct NoisySerialTests {
             let content = Data((0..<16 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
             let local = try DFUPackages.write(content, "f.bin", in: session.directory)
             // Through the relay too (the relay holds the device's pty): the upload meets the same noise.
-            expectSuccess(
-                try await ProcessRunner.run(
-                    TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "fs", "upload", local, "/lfs1/f.bin"], timeout: 120))
+            expectSuccess(try await Self.smp(through: relay, ["fs", "upload", local, "/lfs1/f.bin"], timeout: 120))
             let back = session.directory.path("back.bin")
-            let download = try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "fs", "download", "/lfs1/f.bin", back], timeout: 120)
+            let download = try await Self.smp(through: relay, ["fs", "download", "/lfs1/f.bin", back], timeout: 120)
             #expect(download.status == 0, "\(download)")
             #expect(FileManager.default.contents(atPath: back) == content)
             #expect(relay.corrupted > 0)
@@ -76,17 +84,8 @@ struct NoisySerialTests {
     }
 
     @Test func anImageUploadSurvivesLostLines() async throws {
-        let (data, hash) = try DFUPackages.image(size: 256 * 1024, seed: 13)
-        try await Self.withRelay(lineLoss: 0.03) { session, relay in
-            let file = try DFUPackages.write(data, "img.bin", in: session.directory)
-            let upload = try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", "serial:\(relay.path)", "--timeout", "60", "image", "upload", file], timeout: 300)
-            #expect(upload.status == 0, "\(upload)")
-            #expect(relay.linesLost > 0)
-            relay.stop()  // it holds the device's pty: ask the device directly now
-            let slots = try await session.imageList()
-            #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
-        }
+        let relay = try await Self.uploadImage(seed: 13, lineLoss: 0.03)
+        #expect(relay.linesLost > 0)
     }
 }
 

@@ -187,13 +187,7 @@ import Glibc
         // A UDP socket that never answers: the echo would wait for its timeout.
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let port = try #require(bindToLoopback(fd))
         let running = try Running(["--device", "udp:127.0.0.1:\(port)", "--timeout", "60", "os", "echo", "hi"])
         try await Task.sleep(for: .milliseconds(500))
         let (status, _, stderr) = try await running.signal(SIGTERM)

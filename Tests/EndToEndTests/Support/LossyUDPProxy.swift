@@ -42,19 +42,7 @@ final class LossyUDPProxy: @unchecked Sendable {
         }
         let clientSocket = try udpSocket()
         let deviceSocket = try udpSocket()
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(clientSocket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw E2EError("bind: errno \(errno)") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(clientSocket, $0, &length) }
-        }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        guard let port = bindToLoopback(clientSocket) else { throw E2EError("bind: errno \(errno)") }
         var device = sockaddr_in()
         device.sin_family = sa_family_t(AF_INET)
         device.sin_addr.s_addr = inet_addr("127.0.0.1")
