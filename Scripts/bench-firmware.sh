@@ -129,6 +129,36 @@ print(f"{label}: smp {show(ours)}{' ' + note if note and ours else ''}, smpclien
 PY
 }
 
+# The device's own floor for a transfer, from smp's -v trace in $work/smp.err: the answers to the data
+# requests smp sent (each as large as the device takes: its line buffers and SMP buffer, learned or asked;
+# one frame at a time where it holds one) times their median round trip. Prints "REQUESTS MEDIAN_SECONDS";
+# nothing without a trace.
+device_floor() {
+    "$py" - "$1" "$work/smp.err" <<'PY'
+import re, statistics, sys
+pattern = re.compile(r"<- " + re.escape(sys.argv[1]) + r"seq \d+ \d+ B after ([0-9.]+) ms")
+times = [float(m.group(1)) / 1000 for m in map(pattern.search, open(sys.argv[2], errors="replace")) if m]
+if times: print(len(times), statistics.median(times))
+PY
+}
+
+# floor_line "REQUESTS MEDIAN" SMPCLIENT_SECONDS: what the device's limits allow any client, beside what
+# 1.5x smpclient's throughput would take.
+floor_line() {
+    "$py" - "$1" "$2" <<'PY'
+import sys
+floor, theirs = sys.argv[1].split(), sys.argv[2]
+if len(floor) != 2:
+    print("  (device floor: no trace)")
+    sys.exit()
+n, rtt = int(floor[0]), float(floor[1])
+text = f"  (device floor: {n} requests of the largest frame it takes x {rtt*1000:.1f} ms median round trip = {n*rtt*1000:.0f} ms"
+if theirs:
+    text += f"; 1.5x smpclient's throughput would need {float(theirs)/1.5*1000:.0f} ms"
+print(text + ")")
+PY
+}
+
 : >"$work/failures"
 head -c "$size" /dev/urandom >"$work/f4k.bin"
 results=()
@@ -162,30 +192,42 @@ for build in serial serial-fs udp; do
     done
     theirs_echo_process="$( ((${#py_echo_times[@]} == 5)) && median "${py_echo_times[@]}" || true)"
 
-    up_wall=() up_transfer=() down_wall=() down_transfer=()
+    up_wall=() up_transfer=() down_wall=() down_transfer=() first_up="" up_floor="" down_floor=""
     for _ in $(seq "$runs"); do
         rm -f "$work/back.bin"
-        if t="$(smp_timed --json fs download /lfs1/bench.bin "$work/back.bin")"; then
+        if t="$(smp_timed -v --json fs download /lfs1/bench.bin "$work/back.bin")"; then
             if cmp -s "$work/f4k.bin" "$work/back.bin"; then
                 down_wall+=("$t"); down_transfer+=("$(smp_json transfer_seconds "$t")")
+                down_floor="$(device_floor 'read-response fs(8) cmd 0 ')"
             else
                 echo "smp fs download /lfs1/bench.bin: exit 0 but the bytes differ from the uploaded ones" >>"$work/failures"
             fi
         fi
         # --restart: the device already holds these bytes (smpclient's upload), and smp would otherwise
-        # resume from them and send nothing.
-        if t="$(smp_timed --json fs upload --restart "$work/f4k.bin" /lfs1/bench.bin)"; then
-            up_wall+=("$t"); up_transfer+=("$(smp_json transfer_seconds "$t")")
-        fi
+        # resume from them and send nothing. The first upload to a device learns its serial link (see
+        # LinkProbe); later ones, as a user's later commands, check what was learned with one frame.
+        for pass in first later; do
+            [[ "$pass" == first && -n "$first_up" ]] && continue
+            if t="$(smp_timed -v --json fs upload --restart "$work/f4k.bin" /lfs1/bench.bin)"; then
+                if [[ "$pass" == first ]]; then
+                    first_up="$(smp_json transfer_seconds "$t")"
+                else
+                    up_wall+=("$t"); up_transfer+=("$(smp_json transfer_seconds "$t")")
+                    up_floor="$(device_floor 'write-response fs(8) cmd 0 ')"
+                fi
+            fi
+        done
     done
     rig_stop
 
     results+=("$(row "$build echo, whole process (smpclient $frames)" "$ours_echo" "median of 10" "$theirs_echo_process")")
     results+=("  (smpclient's echo round trip inside its session: $("$py" -c "import sys; print('%.1f ms, median of $echos' % (float(sys.argv[1]) * 1000) if sys.argv[1] else 'FAILED')" "$theirs_echo"))")
     up="$(min "${up_transfer[@]:-}")"
-    results+=("$(row "$build fs upload 4 KiB (smpclient $frames)" "$up" "transfer (whole process $(min "${up_wall[@]:-}") s)" "$theirs_up" "$size")")
+    results+=("$(row "$build fs upload 4 KiB (smpclient $frames)" "$up" "transfer (whole process $(min "${up_wall[@]:-}") s; first on the device, learning its link: ${first_up:-FAILED} s)" "$theirs_up" "$size")")
+    results+=("$(floor_line "$up_floor" "$theirs_up")")
     down="$(min "${down_transfer[@]:-}")"
     results+=("$(row "$build fs download 4 KiB (smpclient $frames)" "$down" "transfer (whole process $(min "${down_wall[@]:-}") s)" "$theirs_down" "$size")")
+    results+=("$(floor_line "$down_floor" "$theirs_down")")
 done
 
 # Image uploads under QEMU: a fresh device for each client and run.

@@ -83,11 +83,16 @@ public struct FileSystemManager: Sendable {
 
     /// Uploads a local file to `remote` (an absolute path on the device), streaming it from disk.
     ///
-    /// Closes the file the device may hold open, then, with `resume`, asks for the device's copy: when it
-    /// is the start of this file (its length and its hash of that part match), only the rest is sent.
-    /// Chunks are pipelined as for image uploads. Afterwards the device's file is closed, its length
-    /// must equal the local one (a short file is completed from the device's offset) and, with `verify`,
-    /// its SHA-256 (else CRC-32) must match.
+    /// With `resume`, and when the file takes more than `resumeCheckMinimumChunks` chunks, first closes the
+    /// file the device may hold open and asks for the device's copy: when it is the start of this file (its
+    /// length and its hash of that part match), only the rest is sent. A shorter file is sent from offset 0
+    /// at once (asking would cost more round trips than resending it saves; a file an earlier upload left
+    /// open shows in the first answer's offset, and the upload then closes it and starts again).
+    /// Chunks are pipelined as for image uploads. Afterwards, when the upload ran from offset 0 to its end
+    /// (the device then closes the file itself) and `verify` is set, the device's hash of the whole file
+    /// settles it in one round trip. Otherwise, or when that hash covers fewer bytes, the device's file is
+    /// closed, its length must equal the local one (a short file is completed from the device's offset)
+    /// and, with `verify`, its SHA-256 (else CRC-32) must match.
     /// - Throws: `McuMgrError`; kind `.protocolViolation` when the device's copy differs.
     public func upload(
         _ local: URL, to remote: String, verify: Bool = true, resume: Bool = true,
@@ -99,8 +104,11 @@ public struct FileSystemManager: Sendable {
         let total = source.size
         let hashChoice = HashChoiceCache()
         do {
-            try await closeOpenFile()
-            var start = resume ? try await resumableOffset(of: remote, source: source, hashes: hashChoice) : 0
+            var start = 0
+            if resume, worthCheckingForResume(total, remote: remote, configuration: configuration) {
+                try await closeOpenFile()
+                start = try await resumableOffset(of: remote, source: source, hashes: hashChoice)
+            }
             let resumedFrom = start
             var completions = 0
             var restarted = false
@@ -119,6 +127,16 @@ public struct FileSystemManager: Sendable {
                     }
                 } else if start == total, total > 0 {
                     progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: 0))
+                }
+                if verify, start == 0, total > 0, completions == 0, !restarted {
+                    // Sent from offset 0 (with the length) to the end: the device has closed the file. Its hash
+                    // of all `total` bytes confirms length and content at once.
+                    let transferred = clock.now - started
+                    if let verification = try await verifyWhole(remote: remote, length: total, hashes: hashChoice, source: source) {
+                        return TransferResult(
+                            bytes: total, verification: verification, duration: clock.now - started,
+                            transferDuration: transferred, resumedFrom: resumedFrom)
+                    }
                 }
                 // The device commits the file on close; until then stat and hash may see less.
                 try await closeOpenFile()
@@ -369,6 +387,71 @@ public struct FileSystemManager: Sendable {
         }
     }
 
+    /// Uploads of at most this many chunks start from offset 0 without asking for the device's copy
+    /// (close, length and hash cost up to three round trips, resending them at most this many).
+    public static var resumeCheckMinimumChunks: Int { 8 }
+
+    /// Whether `total` bytes take more than `resumeCheckMinimumChunks` chunks on this link (estimated from
+    /// the link's packet size, or what a serial console took before, before the device's buffers are
+    /// known, so rather more chunks than fewer).
+    private func worthCheckingForResume(_ total: Int, remote: String, configuration: UploadConfiguration) -> Bool {
+        let transport = client.transport
+        var packet = transport.linkLimits.maximumPacketSize
+        if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe,
+            let remembered = console.consoleLineMemory?.recall(console.name)
+        {
+            packet = max(packet, remembered.largestPacketPerBurst)  // what the link probe will find again
+        }
+        if let buffer = configuration.deviceBufferSize { packet = min(packet, transport.maximumPacketSize(deviceBufferSize: buffer)) }
+        // The header, the CBOR keys and values around the data, and the name.
+        var perChunk = packet - SMPHeader.size - 32 - remote.utf8.count
+        if let limit = configuration.maximumChunkSize { perChunk = min(perChunk, limit) }
+        return total > Self.resumeCheckMinimumChunks * max(1, perChunk)
+    }
+
+    /// The verification of an upload that ran from offset 0 to its end, from the device's hash of the whole
+    /// file; nil when that does not settle it (the hash covers another length: the file is still open,
+    /// the device never received the length; or the device offers no hash), so that the caller checks
+    /// the long way. A different digest over the right length is an error.
+    private func verifyWhole(remote: String, length: Int, hashes: HashChoiceCache, source: FileUploadSource) async throws
+        -> Verification?
+    {
+        guard let (used, response) = try await deviceHash(of: remote, hashes: hashes),
+            used == "sha256" || used == "crc32", response.length == length, let deviceDigest = response.outputBytes,
+            let localDigest = try LocalDigest.digest(used, of: source)
+        else { return nil }
+        guard localDigest == deviceDigest else {
+            throw McuMgrError(
+                .protocolViolation,
+                "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way, transfer the file again")
+        }
+        return used == "sha256" ? .sha256 : .crc32
+    }
+
+    /// The device's hash of `remote` (its first `length` bytes when given) and the type it used: SHA-256 is
+    /// asked for first; a device without it (FS error 13 or rc 8) is asked once which types it offers.
+    /// nil: the device offers none. Other device errors are thrown.
+    private func deviceHash(of remote: String, length: Int? = nil, hashes: HashChoiceCache) async throws
+        -> (type: String, response: FileHashResponse)?
+    {
+        if hashes.untried {
+            do {
+                let response = try await hash(name: remote, type: "sha256", length: length)
+                hashes.found("sha256")
+                return (response.type ?? "sha256", response)
+            } catch let error as McuMgrError where error.returnCode == .notSupported {
+                hashes.noHashCommand()  // rc 8: no hash command at all
+                return nil
+            } catch let error as McuMgrError where Self.isUnsupported(error) {
+                hashes.sha256Refused()
+            }
+        }
+        guard let type = try await hashes.choice(self) else { return nil }
+        let response = try await hash(name: remote, type: type, length: length)
+        guard let used = response.type ?? type else { return nil }
+        return (used, response)
+    }
+
     /// Sends the close command; a device without it (rc 8) has nothing to close.
     private func closeOpenFile() async throws {
         do {
@@ -408,14 +491,13 @@ public struct FileSystemManager: Sendable {
             }
         }
         guard length > 0, length <= source.size else { return 0 }
-        guard let type = try await hashes.choice(self) else { return 0 }
-        let response: FileHashResponse
+        let found: (type: String, response: FileHashResponse)?
         do {
-            response = try await hash(name: remote, type: type, length: length)
+            found = try await deviceHash(of: remote, length: length, hashes: hashes)
         } catch let error as McuMgrError where error.kind == .device {
             return 0  // Without a hash the device's bytes cannot be checked: start over.
         }
-        guard let used = response.type ?? type, response.length == length, let deviceDigest = response.outputBytes,
+        guard let (used, response) = found, response.length == length, let deviceDigest = response.outputBytes,
             let localDigest = try LocalDigest.digest(used, of: PrefixUploadSource(source, length: length))
         else { return 0 }
         return localDigest == deviceDigest ? length : 0
@@ -427,10 +509,9 @@ public struct FileSystemManager: Sendable {
         local: (String) throws -> Data?
     ) async throws -> Verification {
         let noHash: Verification = lengthChecked ? .length : .skipped("the device offers neither a hash nor a file status")
-        guard let type = try await hashes.choice(self) else { return noHash }
-        let response: FileHashResponse
+        let found: (type: String, response: FileHashResponse)?
         do {
-            response = try await hash(name: remote, type: type)
+            found = try await deviceHash(of: remote, hashes: hashes)
         } catch let error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 16) {
             // FILE_EMPTY: the device has no digest of an empty file.
             guard length == 0 else {
@@ -442,8 +523,9 @@ public struct FileSystemManager: Sendable {
         } catch let error as McuMgrError where Self.isUnsupported(error) {
             return noHash
         }
-        guard let used = response.type ?? type, used == "sha256" || used == "crc32" else {
-            return lengthChecked ? .length : .skipped("the device used an unknown hash type \(response.type ?? "?")")
+        guard let (used, response) = found else { return noHash }
+        guard used == "sha256" || used == "crc32" else {
+            return lengthChecked ? .length : .skipped("the device used an unknown hash type \(used)")
         }
         guard let deviceDigest = response.outputBytes else {
             throw McuMgrError(.protocolViolation, "file hash: the device's answer has no usable `output`")
@@ -475,21 +557,35 @@ public struct FileSystemManager: Sendable {
     }
 }
 
-/// The hash type a device offers, asked once per transfer: sha256, else crc32; `.some(nil)` asks for
-/// the device's default (the device lists no types); nil: the device has none.
+/// The hash type a device offers, found once per transfer: sha256 when a hash of that type is answered,
+/// else (asked for the list) crc32; `.some(nil)` asks for the device's default (the device lists no
+/// types); nil: the device has none.
 final class HashChoiceCache: Sendable {
     private enum Known: Sendable {
         case type(String?)
         case none
     }
     private let cached = LockedState<Known?>(nil)
+    private let sha256Tried = LockedState(false)
+
+    /// Nothing is known yet and SHA-256 was not tried: worth asking for a SHA-256 hash straight away.
+    var untried: Bool { cached.withLock { $0 == nil } && !sha256Tried.withLock { $0 } }
+
+    /// A hash of `type` was answered.
+    func found(_ type: String) { cached.withLock { $0 = .type(type) } }
+
+    /// The device has no hash command.
+    func noHashCommand() { cached.withLock { $0 = Known.none } }
+
+    /// The device answered a SHA-256 hash request with "hash type not found".
+    func sha256Refused() { sha256Tried.withLock { $0 = true } }
 
     func choice(_ manager: FileSystemManager) async throws -> String?? {
         if let known = cached.withLock({ $0 }) { return Self.value(known) }
         let found: Known
         do {
             let types = try await manager.supportedHashTypes()
-            if types["sha256"] != nil {
+            if types["sha256"] != nil, !sha256Tried.withLock({ $0 }) {
                 found = .type("sha256")
             } else if types["crc32"] != nil {
                 found = .type("crc32")

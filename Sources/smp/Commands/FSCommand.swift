@@ -30,11 +30,12 @@ struct FSCommand: AsyncParsableCommand {
             commandName: "upload",
             abstract: "Upload a local file to the device and verify it with the device's hash.",
             discussion: """
-                Closes the file the device may still hold open, and when the device already holds the start \
-                of this file (an upload that was interrupted: same bytes, checked with the device's hash) \
-                sends only the rest. Afterwards the device's file is closed and its length and SHA-256 \
-                (else CRC-32, else the length alone) must match the local file; a short file is completed \
-                from the device's offset. Ctrl-C stops the upload (exit 130); run the command again to resume.
+                A file of more than 8 chunks first closes the file the device may still hold open, and when \
+                the device already holds the start of this file (an upload that was interrupted: same bytes, \
+                checked with the device's hash) sends only the rest; a shorter one is sent whole. Afterwards \
+                the device's length and SHA-256 (else CRC-32, else the length alone) must match the local \
+                file; a short file is completed from the device's offset. Ctrl-C stops the upload (exit 130); \
+                run the command again to resume.
                 """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The local file.") var local: String

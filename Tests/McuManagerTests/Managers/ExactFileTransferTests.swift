@@ -61,6 +61,29 @@ import Testing
         #expect(commands[close...].contains(2))
     }
 
+    @Test func aShortUploadIsItsChunksAndOneHash() async throws {
+        // 7 chunks of 300 bytes: no close, length or resume check first; the device closed the file at its
+        // length, so one SHA-256 of the whole file settles it.
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(at: r.directory) }
+        let bytes = managerTestBytes(2000, seed: 30)
+        let result = try await r.manager.upload(try r.local(bytes), to: "/lfs1/short.bin", configuration: Self.quick)
+        #expect(result.verification == .sha256)
+        #expect(r.model.file("/lfs1/short.bin") == bytes)
+        #expect(!r.model.isFileOpen)
+        #expect(r.commands == Array(repeating: 0, count: 7) + [2], "\(r.commands)")
+    }
+
+    @Test func aLongUploadChecksForTheDevicesCopyFirst() async throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(at: r.directory) }
+        let bytes = managerTestBytes(2700, seed: 31)  // 9 chunks of 300
+        let result = try await r.manager.upload(try r.local(bytes), to: "/lfs1/long.bin", configuration: Self.quick)
+        #expect(result.verification == .sha256)
+        #expect(r.model.file("/lfs1/long.bin") == bytes)
+        #expect(r.commands == [4, 1] + Array(repeating: 0, count: 9) + [2], "\(r.commands)")
+    }
+
     @Test func aLostAnswerToTheLastChunkIsTheWholeFile() async throws {
         let r = try Rig(timeout: .seconds(5))
         defer { try? FileManager.default.removeItem(at: r.directory) }
@@ -119,7 +142,9 @@ import Testing
             try r.local(bytes), to: "/lfs1/r.bin", resume: false, configuration: Self.quick)
         #expect(result.resumedFrom == 0)
         #expect(r.model.file("/lfs1/r.bin") == bytes)
-        #expect(r.model.bytesReceived == 2000)
+        // The file is short (7 chunks): no close first. The device still had it open, so the first chunk was
+        // appended; the upload saw that in the answer's offset, closed the file and sent it from offset 0.
+        #expect(r.model.bytesReceived == 2000 + 300)
     }
 
     @Test func aFileLeftOpenByAnEarlierUploadDoesNotLeaveAStaleOffset() async throws {

@@ -67,12 +67,20 @@ import Testing
     }
 
     @Test func crc32VerificationWhenSha256IsMissing() async throws {
+        // A device built without SHA-256: a hash request of that type is FS error 13 (hash not found), and
+        // its list of types has crc32 alone.
         let rig = ManagerRig()
         rig.tap.rule.withValue { rule in
             rule = { packet in
-                packet.header.group == .fileSystem && packet.header.command.rawValue == 3
-                    ? .reply(.textMap(["types": .textMap(["crc32": .textMap(["format": 0, "size": 4])])]))
-                    : .forward(packet.bytes)
+                guard packet.header.group == .fileSystem else { return .forward(packet.bytes) }
+                switch packet.header.command.rawValue {
+                case 2 where smpBody(packet)["type"]?.string == "sha256":
+                    return .reply(.textMap(["err": .textMap(["group": 8, "rc": 13])]))
+                case 3:
+                    return .reply(.textMap(["types": .textMap(["crc32": .textMap(["format": 0, "size": 4])])]))
+                default:
+                    return .forward(packet.bytes)
+                }
             }
         }
         let directory = try makeManagerTestDirectory()
