@@ -99,6 +99,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     public var lineGap: Duration { configuration.lineGap }
     public var consoleLineMemory: ConsoleLineMemory? { configuration.consoleLineMemory }
+    /// The configured baud rate (a pty ignores it: there it bounds the wire time from above).
+    public var bitsPerSecond: Int? { configuration.baudRate }
 
     /// The console line limits in force; probing may raise them.
     public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }

@@ -12,7 +12,7 @@ enum AnswerDroppingUDPRelay {
             let b = Array(d.prefix(8))
             return b.count == 8 && b[4] == 0 && b[5] == 8 && b[7] == 0
         }
-        return try LossyUDPProxy(devicePort: devicePort) { direction, datagram in
+        return try LossyUDPProxy(devicePort: devicePort, lose: { direction, datagram in
             guard isUpload(datagram) else { return false }
             let sequence = datagram[datagram.startIndex + 6]
             switch direction {
@@ -25,6 +25,6 @@ enum AnswerDroppingUDPRelay {
             case .toClient:
                 return pending.remove(sequence) != nil
             }
-        }
+        })
     }
 }

@@ -81,6 +81,9 @@ public actor McuMgrClient {
     /// The SMP version requests currently use (v2 unless the device asked for v1).
     public var version: SMPVersion { session.version }
 
+    /// The smoothed round trip of the requests answered so far (without resends); nil before the first.
+    public var smoothedRoundTrip: Duration? { session.roundTrips.smoothed }
+
     /// Most requests in flight at once.
     public var window: Int { session.configuration.window }
 

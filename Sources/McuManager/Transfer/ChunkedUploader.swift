@@ -144,6 +144,11 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     baseline = offset
                     baselineTime = clock.now
                     control?.reportResumed(offset: offset, total: total)
+                case .wentBack(let from, let to):
+                    client.logger.warning(
+                        "\(name): the device went back from offset \(from) to \(to) of \(total) (it lost what it had: it reset, or ended the upload); continuing from \(to)")
+                    baseline = to
+                    baselineTime = clock.now
                 case .window(let window):
                     client.logger.debug("upload: \(window)")
                 case .finished:

@@ -35,6 +35,19 @@ public enum LinkProbe {
         // Frames stay within the device's SMP buffer (less 4 bytes of length and CRC), so a frame the
         // device drops is dropped for its lines, not for its size.
         let packetLimit = max(SMPHeader.size + 16, (deviceBufferSize ?? 384) - 4)
+        // What an earlier connection learned, checked at once with one frame of a whole remembered burst,
+        // given the round trip measured so far (`os params`) plus the frame's wire time at the line's speed.
+        let measured = await client.smoothedRoundTrip
+        if let remembered, remembered != start, let rtt = measured {
+            let packet = min(packetLimit, remembered.largestPacketPerBurst)
+            let wire = ConsoleSerialCodec(maximumLineLength: remembered.length).encodedSize(ofPacket: packet)
+            let wireTime = transport.bitsPerSecond.map { Duration.seconds(Double(wire * 10) / Double(max(1, $0))) } ?? .zero
+            if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: rtt + wireTime, logger: logger) {
+                transport.learnConsoleLines(remembered, final: true)
+                logger.debug("link probe: the device still takes \(remembered), as remembered")
+                return remembered
+            }
+        }
         // Two echoes that every device takes, a short one and one of a whole default burst, give the
         // round trip and what each byte adds to it (wire time on a real UART; nothing on a pty). A probe
         // is given what its size predicts, twice over, so that a dropped frame costs little.
@@ -55,8 +68,9 @@ public enum LinkProbe {
             let wire = ConsoleSerialCodec(maximumLineLength: candidate.length).encodedSize(ofPacket: packetSize)
             return rtt + perByte * max(0, wire - wireShort)
         }
-        // What an earlier connection learned, checked with one frame of a whole remembered burst.
-        if let remembered, remembered != start {
+        // What an earlier connection learned, checked with one frame of a whole remembered burst (when there
+        // was no round trip to go by above).
+        if let remembered, remembered != start, measured == nil {
             let packet = min(packetLimit, remembered.largestPacketPerBurst)
             if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: predicted(remembered, packet), logger: logger) {
                 transport.learnConsoleLines(remembered, final: true)

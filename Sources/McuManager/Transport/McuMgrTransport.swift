@@ -66,4 +66,10 @@ public protocol McuMgrConsoleLineTransport: McuMgrTransport {
     var lineGap: Duration { get }
     /// Where limits learned on earlier connections are kept; nil to probe every time.
     var consoleLineMemory: ConsoleLineMemory? { get }
+    /// The line's speed in bits per second when known (a UART's baud rate), to bound a frame's wire time.
+    var bitsPerSecond: Int? { get }
+}
+
+extension McuMgrConsoleLineTransport {
+    public var bitsPerSecond: Int? { nil }
 }

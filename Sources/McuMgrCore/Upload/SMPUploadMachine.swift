@@ -71,6 +71,9 @@ public struct SMPUploadMachine: Sendable {
         case progress(confirmed: Int)
         /// The device already held this many bytes of this upload (same image or file): it continues there.
         case resumed(offset: Int)
+        /// The device asked for an offset before what it had confirmed: it lost data (it reset, or its
+        /// upload session ended). The upload continues from there.
+        case wentBack(from: Int, to: Int)
         /// The window changed.
         case window(CongestionWindow)
         /// Every byte is confirmed.
@@ -187,6 +190,7 @@ public struct SMPUploadMachine: Sendable {
             failed = true
             return actions + [.fail(.offsetOutside(bad, total: total))]
         }
+        if deviceOffset < before { actions.append(.wentBack(from: before, to: deviceOffset)) }
         if planner.confirmedOffset > before { lastProgress = now }
         // The window grows only on answers that moved the upload on.
         if linkResent ? window.lost() : planner.confirmedOffset > before && window.acknowledged() {

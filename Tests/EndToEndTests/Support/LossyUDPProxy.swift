@@ -6,18 +6,21 @@ import Glibc
 
 /// A UDP relay on 127.0.0.1 between `smp` and a device that loses datagrams: at random (seeded, so a
 /// failure replays), each direction on its own, as on the lossy network path of a field device; or as a
-/// rule chooses (`LossRule`), e.g. the answer to one chosen request.
+/// rule chooses (`LossRule`), e.g. the answer to one chosen request; or one that rewrites the traffic
+/// (`Rewrite`): garbage, answers to requests never sent, silence.
 final class LossyUDPProxy: @unchecked Sendable {
     /// Which way a datagram goes.
     enum Direction: Sendable { case toDevice, toClient }
     /// Decides whether to lose a datagram; called on the relay's thread, in order.
     typealias LossRule = (Direction, ArraySlice<UInt8>) -> Bool
+    /// The datagrams to send on in place of one (none: it is lost); called on the relay's thread, in order.
+    typealias Rewrite = (Direction, ArraySlice<UInt8>) -> [[UInt8]]
 
     /// The port `smp` talks to.
     let port: Int
     private let clientSocket: Int32
     private let deviceSocket: Int32
-    private let lose: LossRule
+    private let rewrite: Rewrite
     private let lock = NSLock()
     private let life = RelayLife()
     private var clientAddress = sockaddr_in()
@@ -34,7 +37,14 @@ final class LossyUDPProxy: @unchecked Sendable {
     /// - Parameters:
     ///   - devicePort: the device's UDP port on 127.0.0.1.
     ///   - lose: whether to lose each datagram.
-    init(devicePort: Int, lose: @escaping LossRule) throws {
+    convenience init(devicePort: Int, lose: @escaping LossRule) throws {
+        try self.init(devicePort: devicePort) { direction, datagram in lose(direction, datagram) ? [] : [Array(datagram)] }
+    }
+
+    /// - Parameters:
+    ///   - devicePort: the device's UDP port on 127.0.0.1.
+    ///   - rewrite: what to send on for each datagram.
+    init(devicePort: Int, rewrite: @escaping Rewrite) throws {
         func udpSocket() throws -> Int32 {
             let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
             guard fd >= 0 else { throw E2EError("socket: errno \(errno)") }
@@ -54,7 +64,7 @@ final class LossyUDPProxy: @unchecked Sendable {
         self.clientSocket = clientSocket
         self.deviceSocket = deviceSocket
         self.port = port
-        self.lose = lose
+        self.rewrite = rewrite
         Thread { [self] in self.relay() }.start()
     }
 
@@ -74,16 +84,16 @@ final class LossyUDPProxy: @unchecked Sendable {
                 if n > 0 {
                     clientAddress = from
                     haveClient = true
-                    count(lose(.toDevice, buffer[0..<n])) { _ = send(deviceSocket, buffer, n, 0) }
+                    for datagram in count(rewrite(.toDevice, buffer[0..<n])) { _ = send(deviceSocket, datagram, datagram.count, 0) }
                 }
             }
             if fds[1].revents & Int16(POLLIN) != 0 {
                 let n = recv(deviceSocket, &buffer, buffer.count, 0)
                 if n > 0, haveClient {
-                    count(lose(.toClient, buffer[0..<n])) {
+                    for datagram in count(rewrite(.toClient, buffer[0..<n])) {
                         _ = withUnsafePointer(to: &clientAddress) {
                             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                                sendto(clientSocket, buffer, n, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                                sendto(clientSocket, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                             }
                         }
                     }
@@ -94,10 +104,11 @@ final class LossyUDPProxy: @unchecked Sendable {
         close(deviceSocket)
     }
 
-    private func count(_ lost: Bool, _ forward: () -> Void) {
+    /// Counts a datagram as dropped (nothing to send on) or forwarded; returns what to send.
+    private func count(_ datagrams: [[UInt8]]) -> [[UInt8]] {
         lock.lock()
-        if lost { dropped += 1 } else { forwarded += 1 }
+        if datagrams.isEmpty { dropped += 1 } else { forwarded += 1 }
         lock.unlock()
-        if !lost { forward() }
+        return datagrams
     }
 }
