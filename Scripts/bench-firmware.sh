@@ -233,7 +233,7 @@ done
 # Image uploads under QEMU: a fresh device for each client and run.
 # image_row LABEL BUILD FILE: smp `image upload` (its --json seconds) against smpclient `upload`.
 image_row() {
-    local label="$1" build="$2" file="$3" frames ours=() theirs=() out t bytes
+    local label="$1" build="$2" file="$3" frames ours=() theirs=() out t bytes floor=""
     frames="$(frames_for "$build")"
     bytes=$(stat -c %s "$file")
     for _ in $(seq "$runs"); do
@@ -244,13 +244,15 @@ image_row() {
             rig_stop
         fi
         if rig_start "$build"; then
-            if t="$(smp_timed --json image upload "$file")"; then
+            if t="$(smp_timed -v --json image upload "$file")"; then
                 ours+=("$(smp_json seconds "$t")")
+                floor="$(device_floor 'write-response image(1) cmd 1 ')"
             fi
             rig_stop
         fi
     done
     results+=("$(row "$label (smpclient $frames)" "$(min "${ours[@]:-}")" "upload" "$(min "${theirs[@]:-}")" "$bytes")")
+    results+=("$(floor_line "$floor" "$(min "${theirs[@]:-}")")")
 }
 
 image_row "mps2 MCUboot serial recovery, 132 kB app" mps2-recovery "$firmware/${prefix}mps2_an385_serial_recovery_buf1024.signed.bin"

@@ -4,6 +4,10 @@
 #   (a) 1 MiB fs upload over UDP
 #   (b) 1 MiB fs upload over a pty emulating a 1,000,000 baud UART (smp-sim --baud 1000000), with the
 #       link's payload ceiling for console framing
+#   (b2) 64 KiB fs upload at 1,000,000 baud to smp-sim with Zephyr's default serial buffers (two 128-byte
+#       receive lines, 4 x 384-byte SMP buffers): the ceiling there is the device's turnaround for one
+#       frame, measured in the same run (Scripts/bench_link_ceiling.py), against smpclient sending at
+#       most two 128-byte lines per frame
 #   (c) `smp os echo` as a whole process, median of 20 runs over UDP
 #   (d) a 1 MiB MCUboot image: `smp dfu --mode upload-only` against `smpmgr upgrade`, over UDP and over the
 #       1,000,000 baud pty, with the serial ceiling for image-upload chunks
@@ -44,7 +48,8 @@ time_smp_upload() {
     local device="$1" best="" best_wall="" t0 t1 t wall
     for _ in $(seq "$runs"); do
         t0=$(now)
-        t=$("$smp" --device "$device" --json fs upload "$work/payload.bin" /lfs1/bench-smp.bin |
+        # --restart: the device holds the same file after the first run, and smp would resume from its end.
+        t=$("$smp" --device "$device" --json fs upload --restart "$work/payload.bin" /lfs1/bench-smp.bin |
             "$py" -c 'import json,sys; print(json.load(sys.stdin)["transfer_seconds"])')
         t1=$(now)
         wall=$("$py" -c "print($t1 - $t0)")
@@ -117,6 +122,43 @@ print(f"  (request: {data} data bytes in P = {p} B (header 8 + CBOR {p - 8 - dat
       f" Base64 4*ceil(body/3) = {b64}; {lines} lines x 3 framing bytes; wire = {wire} B; responses not counted)")
 print(f"serial upload 1MiB @ {baud} baud: smp {ours_rate/mib:.3f} MiB/s, smpclient {theirs_rate/mib:.3f} MiB/s,"
       f" ratio {theirs/ours:.2f}x; smp at {100*ours_rate/ceiling:.1f}% of ceiling (target >= 90%)")
+PY
+
+# (b2) serial at $baud to Zephyr's default buffers: two 127-byte lines per frame (marker and newline
+# included), one frame at a time. The ceiling: the data one such upload frame carries over the device's
+# median turnaround for a frame of that size whose answer is short (a padded `os params` read).
+small=$((64 << 10))
+head -c "$small" /dev/urandom >"$work/small.bin"
+# (sim_start gives the benchmarks large buffers without line limits: Zephyr's defaults again here.)
+start_sim 1 --pty-link "$work/tty" --baud "$baud" --buf-size 384 --rx-lines 2
+frame=182  # the largest SMP packet in two 127-byte console lines
+turnaround=$("$py" Scripts/bench_link_ceiling.py "$work/tty" "$frame" --request params --count 50 |
+    "$py" -c 'import json,sys; print(json.load(sys.stdin)["median_seconds"])')
+zephyr_smp=$("$smp" --device "serial:$work/tty" --json fs upload "$work/small.bin" /lfs1/bench-small.bin |
+    "$py" -c 'import json,sys; print(json.load(sys.stdin)["transfer_seconds"])')
+zephyr_theirs=$("$py" Scripts/bench_firmware_smpclient.py --serial "$work/tty" --frames lines:128:2 --timeout 10 \
+    --fs-upload 1 --file "$work/small.bin" --dest /lfs1/bench-small-py.bin |
+    "$py" -c 'import json,sys
+for line in sys.stdin:
+    o = json.loads(line)
+    if o["op"] == "fs-upload": print(o["seconds"])')
+stop_sim
+"$py" - "$small" "$frame" "$turnaround" "$zephyr_smp" "$zephyr_theirs" "$baud" <<'PY'
+import sys
+import cbor2
+size, frame, turnaround, ours, theirs, baud = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+name = "/lfs1/bench-small.bin"
+def packet(n):  # a chunk past the first (no "len"), at an offset of five CBOR bytes
+    return 8 + len(cbor2.dumps({"name": name, "off": 65536, "data": b"\0" * n}))
+data = frame
+while packet(data) > frame:
+    data -= 1
+ceiling = data / turnaround
+ours_rate, theirs_rate = size / ours, size / theirs
+print(f"serial ceiling, Zephyr's default buffers @ {baud} baud: {data} data bytes per {frame}-byte frame /"
+      f" {turnaround*1000:.1f} ms device turnaround = {ceiling/1024:.2f} KiB/s")
+print(f"serial upload 64KiB to Zephyr's default buffers: smp {ours_rate/1024:.2f} KiB/s = {100*ours_rate/ceiling:.1f}% of"
+      f" the ceiling (target >= 90%), smpclient (two 128-byte lines per frame) {theirs_rate/1024:.2f} KiB/s; ratio {theirs/ours:.2f}x")
 PY
 
 # (c) smp os echo as a whole process, median of 20 runs over UDP

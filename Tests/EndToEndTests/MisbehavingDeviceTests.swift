@@ -36,6 +36,15 @@ struct MisbehavingDeviceTests {
         #expect(slots.contains { $0.slot == 1 && $0.hash == hex(hash) }, "\(slots)")
     }
 
+    /// A device that answers `count` requests and then says nothing more (and hears nothing).
+    static func silent(after count: Int) -> LossyUDPProxy.Rewrite {
+        var answers = 0
+        return { direction, datagram in
+            if direction == .toClient, Self.isAnswer(datagram) { answers += 1 }
+            return answers > count ? [] : [Array(datagram)]
+        }
+    }
+
     /// Whether a datagram is an SMP answer (read or write response) with a whole header.
     static func isAnswer(_ datagram: ArraySlice<UInt8>) -> Bool {
         datagram.count >= 8 && [1, 3].contains(datagram[datagram.startIndex] & 0x07)
@@ -77,12 +86,7 @@ struct MisbehavingDeviceTests {
     }
 
     @Test func aDeviceThatGoesSilentMidUploadFailsWithinTheTimeoutAndTheRestResumes() async throws {
-        // After 30 answers the device says nothing more (and hears nothing).
-        var answers = 0
-        try await Self.withRelay(seed: 63, { direction, datagram in
-            if direction == .toClient, Self.isAnswer(datagram) { answers += 1 }
-            return answers >= 30 ? [] : [Array(datagram)]
-        }) { session, proxy, file, hash in
+        try await Self.withRelay(seed: 63, Self.silent(after: 30)) { session, proxy, file, hash in
             let upload = try await Self.smp(proxy, timeout: 3, ["image", "upload", file])
             expectStatus(upload, SMPExit.timeout)
             // Bounded by --timeout, not by the resends' backoff or a fixed first-chunk allowance (the
@@ -95,16 +99,15 @@ struct MisbehavingDeviceTests {
             let again = try await ProcessRunner.run(
                 TestEnvironment.smp, ["--device", session.device, "--json", "image", "upload", file], timeout: 120)
             #expect(again.status == 0, "\(again)")
+            let resumed = (try? TransferEndToEndTests.json(again.stdout))?["resumed_from"] as? Int ?? 0
+            #expect(resumed > 0, "continued from the device's offset: \(again.stdout)")
             try await Self.expectUploaded(session, hash)
         }
     }
 
     @Test func aDeviceThatGoesSilentMidDownloadFailsWithinTheTimeoutAndLeavesNoFile() async throws {
-        var answers = 0
-        try await Self.withRelay(seed: 65, { direction, datagram in
-            if direction == .toClient, Self.isAnswer(datagram) { answers += 1 }
-            return answers >= 2 ? [] : [Array(datagram)]  // after the first piece of the file
-        }) { session, proxy, _, _ in
+        // Silent after the first piece of the file.
+        try await Self.withRelay(seed: 65, Self.silent(after: 1)) { session, proxy, _, _ in
             let local = session.directory.path("f.bin")
             try randomBytes(4000).write(to: URL(fileURLWithPath: local))
             expectSuccess(try await session.smp("fs", "upload", local, "/lfs1/f.bin"))
