@@ -1,12 +1,14 @@
-// What `import McuManager` brings from McuMgrCore, the pure protocol core.
+// What `import McuManager` brings from McuMgrCore, the pure protocol core, and from swift-log.
 //
-// The rule: every core type that McuManager's public API takes, returns or exposes (and the core types
-// those types' own public members use) is re-exported by name, so that one `import McuManager` and the
-// transport's module compile any use of this library's API. Nothing else is: the framing codecs, the
-// CBOR reader, writer, encoder and decoder, the session, upload and firmware-upgrade state machines and
-// the checksums stay in McuMgrCore, for transport authors and tests that `import McuMgrCore` themselves.
-// `Tests/McuManagerTests/Exports/PublicSurfaceTests.swift` (which imports McuManager alone) names each
-// of these; the consumer package that `Scripts/test.sh` builds shows they work from another package.
+// The rule: every type of another module that McuManager's public API takes, returns or exposes (and
+// the core types those types' own public members use) is re-exported by name, so that one
+// `import McuManager` and the transport's module compile any use of this library's API, also with the
+// upcoming feature MemberImportVisibility (members visible only through imported modules). Nothing
+// else is: the framing codecs, the CBOR reader, writer, encoder and decoder, the session, upload and
+// firmware-upgrade state machines and the checksums stay in McuMgrCore, for transport authors and
+// tests that `import McuMgrCore` themselves. `Tests/McuManagerTests/Exports/PublicSurfaceTests.swift`
+// (which imports McuManager alone) names each of these; the consumer package of
+// `Scripts/consumer-test.sh` shows that they work from another package.
 
 // Firmware upgrades: FirmwareUpgradeManager's configuration, states and summary.
 @_exported import struct McuMgrCore.FirmwareUpgradeConfiguration
@@ -33,3 +35,6 @@
 @_exported import struct McuMgrCore.SMPSessionConfiguration
 @_exported import struct McuMgrCore.LinkLimits
 @_exported import enum McuMgrCore.SMPFramingDrop
+
+// Logging: the `Logger` the managers and the client take, and `FirmwareUpgradeLogEntry.level`.
+@_exported import struct Logging.Logger

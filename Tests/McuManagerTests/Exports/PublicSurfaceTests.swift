@@ -45,6 +45,13 @@ private struct VendorPingResponse: Decodable, Sendable {
         #expect(SMPPacket(header: header, payload: []).header.group == .os)
     }
 
+    @Test func theLoggerTypeIsInScope() {
+        let entry = FirmwareUpgradeLogEntry(level: .info, message: "uploading")
+        #expect(entry.level >= Logger.Level.debug)
+        let logger = Logger(label: "mcumgr.test")
+        #expect(logger.label == "mcumgr.test")
+    }
+
     @Test func linkTypesAreInScope() {
         let session = SMPSessionConfiguration(window: 1)
         #expect(session.window == 1)
