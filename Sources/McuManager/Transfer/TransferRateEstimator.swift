@@ -5,7 +5,7 @@
 /// start of the transfer), so tests drive it with a scripted clock.
 ///
 /// The rate is the bytes between the oldest sample still in the window and the newest, divided by the
-/// time between them. Samples are kept at most `window / 16` apart (a newer one replaces the newest
+/// time between them. Kept samples are at least `window / 16` apart (a newer one replaces the newest
 /// kept one until that much time has passed), so memory stays small at any chunk rate.
 public struct TransferRateEstimator: Sendable, Hashable {
     /// How far back the rate looks.
@@ -23,13 +23,12 @@ public struct TransferRateEstimator: Sendable, Hashable {
 
     /// Creates an estimator with no samples.
     /// - Parameters:
-    ///   - window: how far back the rate looks (default 3 s).
-    ///   - minimumSpan: how long the samples must span before there is a rate (default 0.5 s);
-    ///     at most `window`.
+    ///   - window: how far back the rate looks (default 3 s; at least 1 ms).
+    ///   - minimumSpan: how long the samples must span before there is a rate (default 0.5 s; at most
+    ///     `window`).
     public init(window: Duration = .seconds(3), minimumSpan: Duration = .milliseconds(500)) {
-        precondition(window > .zero, "TransferRateEstimator: the window must be longer than zero")
-        self.window = window
-        self.minimumSpan = min(max(minimumSpan, .zero), window)
+        self.window = max(window, .milliseconds(1))
+        self.minimumSpan = min(max(minimumSpan, .zero), self.window)
     }
 
     /// Records that `bytes` had been transferred in all at `time`. Bytes that go back (a transfer that

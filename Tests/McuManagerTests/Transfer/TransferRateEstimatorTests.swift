@@ -115,6 +115,13 @@ import Testing
         #expect(rate.bytesPerSecond == nil)
     }
 
+    @Test func settingsOutOfRangeAreClamped() {
+        let zero = TransferRateEstimator(window: .zero, minimumSpan: .seconds(-1))
+        #expect(zero.window == .milliseconds(1) && zero.minimumSpan == .zero)
+        let long = TransferRateEstimator(window: .seconds(1), minimumSpan: .seconds(5))
+        #expect(long.minimumSpan == .seconds(1))
+    }
+
     @Test func memoryStaysSmallAtHighChunkRates() throws {
         var rate = TransferRateEstimator(window: .seconds(3))
         // 100000 samples 10 µs apart: one second of a very fast link.
