@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: installs prerequisites (Scripts/setup.sh), builds everything including
 # the tests, and runs the whole suite (unit, simulator, end-to-end and interop tests), then builds the
-# README examples in a separate package that depends on this one (Scripts/consumer-test.sh).
+# README examples in a separate package that depends on this one (Scripts/consumer-test.sh; only when
+# run without arguments).
 # Arguments go to `swift test` (e.g. --filter EndToEndTests).
 # Exit code: 0 when everything passed, else the failing step's code.
 set -uo pipefail
