@@ -9,6 +9,20 @@ let ioTargetDependencies: [Target.Dependency] = [
     .product(name: "Logging", package: "swift-log"),
 ]
 
+/// The README's library examples as programs (Sources/Examples/NAME): each imports `McuManager` and the
+/// transport it needs, as a user's package does; the end-to-end tests run them against smp-sim.
+let examples: [Target] = [
+    ("example-udp-upgrade", "UDPUpgrade", ["McuMgrUDP"]),
+    ("example-serial-upgrade", "SerialUpgrade", ["McuMgrSerial"]),
+    ("example-udp-fleet", "UDPFleetQuery", ["McuMgrUDP"]),
+    ("example-ble-upload", "BLEUpload", ["McuMgrBLE"]),
+    ("example-file-transfer", "FileTransfer", ["McuMgrSerial", "McuMgrUDP"]),
+].map { name, directory, transports in
+    .executableTarget(
+        name: name, dependencies: ["McuManager"] + transports.map { .target(name: $0) },
+        path: "Sources/Examples/\(directory)")
+}
+
 let package = Package(
     name: "McuManager",
     platforms: [.macOS(.v13)],
@@ -118,6 +132,6 @@ let package = Package(
             name: "McuMgrBLETests",
             dependencies: ["McuMgrBLE", "McuMgrDBus", "McuManager", "McuMgrCore", "McuMgrSimulator", "TestSupport"]
         ),
-    ],
+    ] + examples,
     swiftLanguageModes: [.v6]
 )

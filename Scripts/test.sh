@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: installs prerequisites (Scripts/setup.sh), builds everything including
-# the tests, and runs the whole suite (unit, simulator, end-to-end and interop tests).
+# the tests, and runs the whole suite (unit, simulator, end-to-end and interop tests), then builds the
+# README examples in a separate package that depends on this one (Scripts/consumer-test.sh; only when
+# run without arguments).
 # Arguments go to `swift test` (e.g. --filter EndToEndTests).
 # Exit code: 0 when everything passed, else the failing step's code.
 set -uo pipefail
@@ -50,6 +52,12 @@ else
     swift test --skip-build --filter "$real" 2>&1 | tee -a "$log"
     real_status=${PIPESTATUS[0]}
     ((test_status == 0)) && test_status=$real_status
+    # A separate package that depends on this one by path builds the README examples and runs one.
+    step "consumer package (Scripts/consumer-test.sh)"
+    bash Scripts/consumer-test.sh
+    consumer_status=$?
+    ((consumer_status == 0)) || echo "test.sh: the consumer package FAILED (exit $consumer_status)" | tee -a "$log"
+    ((test_status == 0)) && test_status=$consumer_status
 fi
 
 step "summary"
@@ -59,7 +67,7 @@ failures=$(grep -cE 'Test .* failed after|error: .*XCT' "$log" || true)
 if ((test_status == 0)); then
     echo "test.sh: PASSED in $(elapsed)"
 else
-    echo "test.sh: FAILED (swift test exit $test_status, $failures failure lines) in $(elapsed)"
-    grep -E 'Test .* failed after|error: .*XCT' "$log" | head -40 | sed 's/^/  /' || true
+    echo "test.sh: FAILED (exit $test_status, $failures failure lines) in $(elapsed)"
+    grep -E 'Test .* failed after|error: .*XCT|consumer package FAILED' "$log" | head -40 | sed 's/^/  /' || true
 fi
 exit "$test_status"

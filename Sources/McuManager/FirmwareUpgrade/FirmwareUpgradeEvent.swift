@@ -40,15 +40,16 @@ public struct FirmwareUpgradeProgress: Sendable, Hashable {
     public var totalBytesSent: Int
     /// Size of all images this upgrade uploads.
     public var totalSize: Int
-    /// Average rate since this image's upload (or its resumption) started, bytes per second.
-    public var bytesPerSecond: Double
+    /// Bytes per second over the last few seconds of this image's upload (`TransferRateEstimator`: never
+    /// over a single chunk); nil until the upload has run long enough to tell.
+    public var bytesPerSecond: Double?
     /// When the device confirmed these bytes.
     public var timestamp: Date
 
     /// Creates a value.
     public init(
         image: Int, fileName: String, bytesSent: Int, imageSize: Int, totalBytesSent: Int, totalSize: Int,
-        bytesPerSecond: Double, timestamp: Date
+        bytesPerSecond: Double?, timestamp: Date
     ) {
         self.image = image
         self.fileName = fileName

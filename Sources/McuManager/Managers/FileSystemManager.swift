@@ -126,7 +126,7 @@ public struct FileSystemManager: Sendable {
                         continue
                     }
                 } else if start == total, total > 0 {
-                    progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: 0))
+                    progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: nil))
                 }
                 if verify, start == 0, total > 0, completions == 0, !restarted {
                     // Sent from offset 0 (with the length) to the end: the device has closed the file. Its hash
@@ -219,6 +219,8 @@ public struct FileSystemManager: Sendable {
             var offset = 0
             var total: Int?
             var lastData = clock.now
+            var rate = TransferRateEstimator()
+            rate.record(bytes: 0, at: .zero)
             // `continue` asks again for the same offset (after a timeout or a busy answer).
             while total.map({ offset < $0 }) ?? true {
                 try Task.checkCancellation()
@@ -281,11 +283,8 @@ public struct FileSystemManager: Sendable {
                 crc.update(piece.data)
                 offset += piece.data.count
                 lastData = clock.now
-                let elapsed = (clock.now - started).seconds
-                progress?(
-                    TransferProgress(
-                        bytesTransferred: offset, totalBytes: length,
-                        bytesPerSecond: elapsed > 0 ? Double(offset) / elapsed : 0))
+                rate.record(bytes: offset, at: clock.now - started)
+                progress?(TransferProgress(bytesTransferred: offset, totalBytes: length, bytesPerSecond: rate.bytesPerSecond))
             }
             let transferred = clock.now - started
             try handle.close()

@@ -61,7 +61,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
             guard offset == 0 else {
                 throw McuMgrError(.protocolViolation, "\(Target.Request.operationName): the device reported offset \(offset) for an empty upload")
             }
-            progress?(TransferProgress(bytesTransferred: 0, totalBytes: 0, bytesPerSecond: 0))
+            progress?(TransferProgress(bytesTransferred: 0, totalBytes: 0, bytesPerSecond: nil))
             return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: depth, chunksSent: 1, duration: clock.now - started)
         }
 
@@ -102,8 +102,10 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         /// The machine's clock: time since the upload started.
         func now() -> SMPInstant { SMPInstant(nanoseconds: (clock.now - started).nanosecondsClamped) }
         var resendsSeen = client.resendCount
-        var baseline = 0
-        var baselineTime = started
+        // Rates over the last seconds of the upload, from its first chunk (not the link probe before it).
+        let firstChunkTime = clock.now
+        var rate = TransferRateEstimator()
+        rate.record(bytes: 0, at: .zero)
         var lastError: McuMgrError?
 
         // Chunks are submitted one after the other (so they go out in offset order) and their answers
@@ -137,12 +139,10 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     try await Task.sleep(for: delay)
                     try await submit(chunk)
                 case .progress(let confirmed):
-                    let elapsed = (clock.now - baselineTime).seconds
-                    let rate = elapsed > 0 ? Double(confirmed - baseline) / elapsed : 0
-                    progress?(TransferProgress(bytesTransferred: confirmed, totalBytes: total, bytesPerSecond: max(0, rate)))
+                    rate.record(bytes: confirmed, at: clock.now - firstChunkTime)
+                    progress?(TransferProgress(bytesTransferred: confirmed, totalBytes: total, bytesPerSecond: rate.bytesPerSecond))
                 case .resumed(let offset):
-                    baseline = offset
-                    baselineTime = clock.now
+                    rate.restart(bytes: offset, at: clock.now - firstChunkTime)
                     control?.reportResumed(offset: offset, total: total)
                 case .wentBack(let from, let to):
                     client.logger.warning(

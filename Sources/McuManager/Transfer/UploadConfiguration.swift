@@ -46,11 +46,12 @@ public struct TransferProgress: Sendable, Hashable {
     public var bytesTransferred: Int
     /// Total bytes.
     public var totalBytes: Int
-    /// Average rate since the transfer (or its resumption) started, bytes per second.
-    public var bytesPerSecond: Double
+    /// Bytes per second over the last few seconds (`TransferRateEstimator`: never over a single chunk);
+    /// nil until the transfer has run long enough to tell.
+    public var bytesPerSecond: Double?
 
     /// Creates a value.
-    public init(bytesTransferred: Int, totalBytes: Int, bytesPerSecond: Double) {
+    public init(bytesTransferred: Int, totalBytes: Int, bytesPerSecond: Double?) {
         self.bytesTransferred = bytesTransferred
         self.totalBytes = totalBytes
         self.bytesPerSecond = bytesPerSecond

@@ -77,7 +77,7 @@ final class DFUView: @unchecked Sendable {
                 if step > lastPlainPercent, step > 0 {
                     lastPlainPercent = step
                     line("  image \(p.image): \(percent)% \(Terminal.bytes(Double(p.bytesSent)))/\(Terminal.bytes(Double(p.imageSize)))"
-                        + " at \(Terminal.bytes(p.bytesPerSecond))/s")
+                        + (p.bytesPerSecond.map { " at \(Terminal.bytes($0))/s" } ?? ""))
                 }
             }
         case .log(let entry):
@@ -186,7 +186,7 @@ final class DFUView: @unchecked Sendable {
             return .textMap([
                 "event": "progress", "image": .int(p.image), "file": .text(p.fileName), "bytes": .int(p.bytesSent),
                 "total": .int(p.imageSize), "all_bytes": .int(p.totalBytesSent), "all_total": .int(p.totalSize),
-                "rate": .double(p.bytesPerSecond.rounded()), "t": t,
+                "rate": p.bytesPerSecond.map { .double($0.rounded()) } ?? .null, "t": t,
             ])
         case .log(let entry):
             if (entry.level == .debug || entry.level == .trace) && !verbose { return nil }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import McuManager
 
 /// Writing to the terminal: plain lines, errors, and a progress bar when stdout is a TTY.
 enum Terminal {
@@ -36,13 +37,16 @@ enum Terminal {
 }
 
 /// A one-line progress bar with rate and ETA, redrawn at most 10 times a second. Silent unless stdout
-/// is a terminal.
+/// is a terminal. The rate is taken over the last seconds (`TransferRateEstimator`); until the transfer
+/// has run long enough to tell, rate and ETA show as `--`.
 final class ProgressBar: @unchecked Sendable {
     private let label: String
     private let enabled: Bool
     private let lock = NSLock()
     private var lastDraw = Date.distantPast
-    private let start = Date()
+    private let clock = ContinuousClock()
+    private let start = ContinuousClock.now
+    private var rate = TransferRateEstimator()
     private var drawn = false
 
     init(label: String, enabled: Bool = Terminal.stdoutIsTTY) {
@@ -54,20 +58,20 @@ final class ProgressBar: @unchecked Sendable {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
+        rate.record(bytes: done, at: clock.now - start)
         let now = Date()
         guard done >= total || now.timeIntervalSince(lastDraw) >= 0.1 else { return }
         lastDraw = now
-        let elapsed = max(now.timeIntervalSince(start), 0.001)
-        let rate = Double(done) / elapsed
+        let bytesPerSecond = rate.bytesPerSecond
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
         let width = 30
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        let eta = rate > 0 ? Double(total - done) / rate : .infinity
+        let eta = bytesPerSecond.map { $0 > 0 ? Double(total - done) / $0 : .infinity } ?? .infinity
         let percent = String(format: "%3d%%", Int(fraction * 100))
         let line =
             "\r\(label) \(bar) \(percent) \(Terminal.bytes(Double(done)))/\(Terminal.bytes(Double(total))) "
-            + "\(Terminal.bytes(rate))/s ETA \(Terminal.duration(eta)) "
+            + "\(bytesPerSecond.map { Terminal.bytes($0) } ?? "--")/s ETA \(Terminal.duration(eta)) "
         FileHandle.standardOutput.write(Data(line.utf8))
         drawn = true
     }

@@ -401,7 +401,7 @@ struct FirmwareUpgradeManagerTests {
         #expect(progress.allSatisfy { $0.totalSize == app.size + net.size })
         #expect(progress.last?.totalBytesSent == app.size + net.size)
         #expect(progress.contains { $0.image == 1 && $0.totalBytesSent > app.size })
-        #expect(progress.allSatisfy { $0.bytesPerSecond >= 0 })
+        #expect(progress.allSatisfy { ($0.bytesPerSecond ?? 0) >= 0 })
         let totals = progress.map(\.totalBytesSent)
         #expect(totals == totals.sorted(), "progress only moves forward")
     }
