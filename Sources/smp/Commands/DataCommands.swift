@@ -115,7 +115,14 @@ struct ShellCommand: AsyncParsableCommand {
     struct Exec: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "exec",
-            abstract: "Run a shell command, e.g. `smp shell exec -- kernel version`; exits with its return code.")
+            abstract: "Run a shell command, e.g. `smp shell exec -- kernel version`; exits with its return code.",
+            discussion: """
+                The device runs the command in its shell (Zephyr: CONFIG_MCUMGR_GRP_SHELL) and answers with what \
+                it printed and its return code. stdout gets that output byte for byte (line ends, colours), \
+                without the line break Zephyr's shell prints before every command's output; the exit code is \
+                the command's (1...125; a negative errno such as -8, command not found, exits 1). --json prints \
+                the device's answer: {"o": OUTPUT, "ret": CODE}.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).")
         var argv: [String] = []
@@ -125,12 +132,17 @@ struct ShellCommand: AsyncParsableCommand {
             guard !words.isEmpty else {
                 throw McuMgrError(.usage, "give the command to run, e.g. smp shell exec -- kernel version")
             }
-            var code = 0
-            try await context.run(ShellExecuteRequest(argv: words)) { response in
-                code = response.returnCode
-                return response.output.hasSuffix("\n") ? String(response.output.dropLast()) : response.output
+            let request = ShellExecuteRequest(argv: words)
+            let item = try await context.client.sendItem(request)
+            let response = try McuMgrClient.decode(
+                ShellExecuteRequest.Response.self, from: item, operation: ShellExecuteRequest.operationName)
+            if context.json {
+                Terminal.print(JSONRendering.render(item))
+            } else {
+                Terminal.write(ShellOutput.commandOutput(response.output))
             }
-            if code != 0, !context.json {
+            let code = response.returnCode
+            if code != 0 {
                 throw ExitCode(Int32(truncatingIfNeeded: min(max(code, 1), 125)))
             }
         }
