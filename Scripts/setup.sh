@@ -2,12 +2,22 @@
 # Installs what the tests need: a few Debian packages and a pinned Python venv (<repo>/.venv) with
 # independent SMP peers (smpclient, smpmgr) and MCUboot's imgtool. Idempotent and fast when done.
 # Runs unattended as root on a fresh Debian 12 machine (CI); never prompts.
+#   setup.sh            everything the tests need
+#   setup.sh --build    only the Debian packages that building the package needs (Scripts/demo.sh)
 set -euo pipefail
+
+only_build=0
+case "${1:-}" in
+    "") ;;
+    --build) only_build=1 ;;
+    *) printf 'setup: unknown option %s (use --build for the build packages only, or nothing)\n' "$1" >&2; exit 64 ;;
+esac
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${SMP_TEST_VENV:-$repo/.venv}"
 pins=(cbor2==6.2.1 smp==4.2.0 smpclient==7.3.0 smpmgr==0.19.1 imgtool==2.5.0)
-apt_packages=(zlib1g-dev libudev-dev libdbus-1-dev pkg-config python3-venv)
+build_packages=(zlib1g-dev libudev-dev libdbus-1-dev pkg-config)  # what `swift build` links against
+apt_packages=("${build_packages[@]}" python3-venv)
 apt_packages+=(umockdev libumockdev-dev gir1.2-umockdev-1.0 python3-gi)  # udev discovery tests (a fake /sys and /dev)
 pins+=(bluezoo==1.0.2 dbus-fast==5.2.0)  # Bluetooth LE test rig: a BlueZ stand-in on a private bus
 apt_packages+=(dbus-daemon dbus-bin)  # Bluetooth LE test rig: the private bus
@@ -16,6 +26,7 @@ apt_packages+=(libc6-i386 lib32gcc-s1 qemu-system-arm socat)  # real Zephyr firm
 log() { printf 'setup: %s\n' "$*" >&2; }
 
 # 1. Debian packages: install only the missing ones.
+((only_build)) && apt_packages=("${build_packages[@]}")
 missing=()
 for p in "${apt_packages[@]}"; do
     status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
@@ -32,6 +43,8 @@ if ((${#missing[@]})); then
     "${sudo[@]}" apt-get update -qq
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+((only_build)) && exit 0
 
 # 2. The Python venv with pinned peers; a stamp file records what is installed.
 python=/usr/bin/python3

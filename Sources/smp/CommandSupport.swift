@@ -139,7 +139,7 @@ enum CommandRunner {
             let uri = try await DeviceResolver.resolvedURI(from: options.device, verbose: options.verbose)
             if options.verbose { Terminal.error("device: \(uri)") }
             var logger = Logger(label: "smp")
-            logger.logLevel = options.verbosity >= 2 ? .trace : options.verbose ? .debug : .warning
+            logger.logLevel = options.verbosity >= 2 ? .trace : options.verbose ? .debug : Terminal.quietLogLevel
             let transport = try DeviceResolver.transport(for: uri, logger: logger)
             if options.verbose { Terminal.error("link: \(transport.linkLimits) to start with") }
             let c = McuMgrClient(
@@ -164,23 +164,34 @@ enum CommandRunner {
         }
     }
 
+    /// Reports a failure: under `--json` one error object on stdout and nothing on stderr (the schema is
+    /// in the README's "JSON output"), else `error: MESSAGE` on stderr.
     static func report(_ error: McuMgrError, json: Bool) {
-        if json {
-            var entries: [CBORMapEntry] = [
-                .init(key: "kind", value: .text(error.kind.rawValue)),
-                .init(key: "message", value: .text(error.message)),
-            ]
-            if let rc = error.returnCode {
-                entries.append(.init(key: "rc", value: .int(rc.rawValue)))
-                entries.append(.init(key: "name", value: .text(rc.name)))
-            }
-            if let g = error.groupError {
-                entries.append(.init(key: "group", value: .int(Int(g.group.rawValue))))
-                entries.append(.init(key: "group_rc", value: .int(g.rc)))
-                entries.append(.init(key: "name", value: .text(g.name)))
-            }
-            Terminal.print(JSONRendering.render(.map([.init(key: "error", value: .map(entries))])))
+        var entries: [CBORMapEntry] = []
+        if let rc = error.returnCode {
+            entries.append(.init(key: "rc", value: .int(rc.rawValue)))
+            entries.append(.init(key: "name", value: .text(rc.name)))
         }
-        Terminal.error("error: \(error.message)")
+        if let g = error.groupError {
+            entries.append(.init(key: "group", value: .int(Int(g.group.rawValue))))
+            entries.append(.init(key: "group_rc", value: .int(g.rc)))
+            entries.append(.init(key: "name", value: .text(g.name)))
+        }
+        report(
+            kind: error.kind.rawValue, message: error.message, exitCode: ExitStatus.code(for: error.kind), json: json,
+            details: entries)
+    }
+
+    static func report(kind: String, message: String, exitCode: Int32, json: Bool, details: [CBORMapEntry] = []) {
+        guard json else {
+            Terminal.error("error: \(message)")
+            return
+        }
+        let entries: [CBORMapEntry] = [
+            .init(key: "kind", value: .text(kind)),
+            .init(key: "message", value: .text(message)),
+            .init(key: "exit_code", value: .int(Int(exitCode))),
+        ] + details
+        Terminal.print(JSONRendering.render(.map([.init(key: "error", value: .map(entries))])))
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import McuManager
 
 /// `smp`: manage microcontrollers over SMP (mcumgr) from the command line.
 struct SMP: AsyncParsableCommand {
@@ -55,10 +56,10 @@ enum SMPMain {
                 }
             } catch {
                 if Interruption.happened, !(error is ExitCode) {
-                    FileHandle.standardError.write(Data("error: interrupted\n".utf8))
+                    CommandRunner.report(McuMgrError(.cancelled, "interrupted"), json: Terminal.jsonRequested)
                     exit(ExitStatus.cancelled)
                 }
-                SMP.exit(withError: error)
+                FailureExit.exit(with: error, arguments: arguments)
             }
         }
     }

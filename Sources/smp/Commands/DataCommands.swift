@@ -60,7 +60,13 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Write: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "write", abstract: "Write a setting's value.")
+        static let configuration = CommandConfiguration(
+            commandName: "write", abstract: "Write a setting's value.",
+            discussion: """
+                Zephyr sets the value in RAM through the subsystem that owns the key (e.g. bt/name) and \
+                answers an error for a key no handler takes; `settings commit` applies written values, \
+                `settings save` stores them in flash so that they survive a reset.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The setting's name.") var name: String
         @Argument(help: "The value (text, or hex with --format hex).") var value: String
@@ -82,7 +88,9 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Commit: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "commit", abstract: "Apply written settings.")
+        static let configuration = CommandConfiguration(
+            commandName: "commit", abstract: "Apply written settings.",
+            discussion: "Calls every settings handler's commit, as the device does after loading at boot.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(SettingsCommitRequest()) { _ in "" }
@@ -90,7 +98,9 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Load: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "load", abstract: "Load settings from persistent storage.")
+        static let configuration = CommandConfiguration(
+            commandName: "load", abstract: "Load settings from persistent storage.",
+            discussion: "Reads the stored settings back into RAM, replacing values written since they were saved.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(SettingsLoadRequest()) { _ in "" }
@@ -98,7 +108,9 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Save: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "save", abstract: "Save settings (all, or a subtree) to persistent storage.")
+        static let configuration = CommandConfiguration(
+            commandName: "save", abstract: "Save settings (all, or a subtree) to persistent storage.",
+            discussion: "Writes the values in RAM to the settings partition in flash; they survive resets and upgrades.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Subtree to save; omit for all.") var name: String?
         func run(context: CommandContext) async throws {
@@ -115,7 +127,14 @@ struct ShellCommand: AsyncParsableCommand {
     struct Exec: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "exec",
-            abstract: "Run a shell command, e.g. `smp shell exec -- kernel version`; exits with its return code.")
+            abstract: "Run a shell command, e.g. `smp shell exec -- kernel version`; exits with its return code.",
+            discussion: """
+                The device runs the command in its shell (Zephyr: CONFIG_MCUMGR_GRP_SHELL) and answers with what \
+                it printed and its return code. stdout gets that output byte for byte (line ends, colours), \
+                without the line break Zephyr's shell prints before every command's output; the exit code is \
+                the command's (1...125; a negative errno such as -8, command not found, exits 1). --json prints \
+                the device's answer: {"o": OUTPUT, "ret": CODE}.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).")
         var argv: [String] = []
@@ -125,12 +144,17 @@ struct ShellCommand: AsyncParsableCommand {
             guard !words.isEmpty else {
                 throw McuMgrError(.usage, "give the command to run, e.g. smp shell exec -- kernel version")
             }
-            var code = 0
-            try await context.run(ShellExecuteRequest(argv: words)) { response in
-                code = response.returnCode
-                return response.output.hasSuffix("\n") ? String(response.output.dropLast()) : response.output
+            let request = ShellExecuteRequest(argv: words)
+            let item = try await context.client.sendItem(request)
+            let response = try McuMgrClient.decode(
+                ShellExecuteRequest.Response.self, from: item, operation: ShellExecuteRequest.operationName)
+            if context.json {
+                Terminal.print(JSONRendering.render(item))
+            } else {
+                Terminal.write(ShellOutput.commandOutput(response.output))
             }
-            if code != 0, !context.json {
+            let code = response.returnCode
+            if code != 0 {
                 throw ExitCode(Int32(truncatingIfNeeded: min(max(code, 1), 125)))
             }
         }
@@ -193,7 +217,12 @@ struct BasicCommand: AsyncParsableCommand {
 
     struct EraseStorage: DeviceCommand {
         static let configuration = CommandConfiguration(
-            commandName: "erase-storage", abstract: "Erase the settings/storage partition.")
+            commandName: "erase-storage", abstract: "Erase the settings/storage partition.",
+            discussion: """
+                Zephyr erases the whole storage_partition: settings, and any file system or NVS data kept \
+                there. Subsystems that hold it open (LittleFS, settings) break until the next reset; reset \
+                the device afterwards.
+                """)
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(EraseStorageRequest(), timeout: .seconds(max(30, global.timeout))) { _ in
@@ -229,7 +258,9 @@ struct LogCommand: AsyncParsableCommand {
     }
 
     struct Clear: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "clear", abstract: "Clear the logs.")
+        static let configuration = CommandConfiguration(
+            commandName: "clear", abstract: "Clear the logs.",
+            discussion: "Mynewt's log group: deletes every entry of every log on the device; it cannot be undone.")
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws { try await context.run(LogClearRequest()) { _ in "" } }
     }
@@ -268,7 +299,12 @@ struct CrashCommand: AsyncParsableCommand {
         commandName: "crash", abstract: "Crash group (5, Mynewt): trigger a test crash.", subcommands: [Test.self])
 
     struct Test: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "test", abstract: "Crash the device on purpose: div0, jump0, ref0, assert, wdog.")
+        static let configuration = CommandConfiguration(
+            commandName: "test", abstract: "Crash the device on purpose: div0, jump0, ref0, assert, wdog.",
+            discussion: """
+                Mynewt's crash group: the device faults as asked and reboots, usually without answering, so \
+                smp may report a timeout or a lost link; its crash log shows the fault afterwards.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Crash type.") var type: String
         func validate() throws {

@@ -77,7 +77,7 @@ struct DevicesCommand: AsyncParsableCommand {
             do {
                 others.append((provider.kind, try await provider.devices(timeout: .seconds(3), logger: logger)))
             } catch {
-                Terminal.error("warning: \(provider.kind) devices: \(error)")
+                Terminal.warning("\(provider.kind) devices: \(error)")
             }
         }
 

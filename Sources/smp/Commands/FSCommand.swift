@@ -164,7 +164,13 @@ struct FSCommand: AsyncParsableCommand {
     }
 
     struct Close: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "close", abstract: "Close the file the device holds open.")
+        static let configuration = CommandConfiguration(
+            commandName: "close", abstract: "Close the file the device holds open.",
+            discussion: """
+                Zephyr keeps the file of an unfinished upload or download open until another file is \
+                transferred or a timeout (CONFIG_MCUMGR_GRP_FS_FILE_AUTOMATIC_IDLE_CLOSE_TIME); closing it \
+                lets other code on the device use it. Uploads and downloads close it themselves.
+                """)
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
             try await context.run(FileCloseRequest()) { _ in "" }

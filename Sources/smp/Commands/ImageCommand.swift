@@ -130,7 +130,13 @@ struct ImageCommand: AsyncParsableCommand {
     struct Test: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "test",
-            abstract: "Mark an image to boot once on the next reset (test); it reverts unless confirmed.")
+            abstract: "Mark an image to boot once on the next reset (test); it reverts unless confirmed.",
+            discussion: """
+                Writes MCUboot's "pending" state for the image in the secondary slot; nothing changes until \
+                the next reset (`smp os reset`), when MCUboot swaps it in and boots it once. If the new image \
+                is not confirmed while it runs (`smp image confirm`), the reset after that swaps the old one \
+                back. Direct-XIP and RAM-load builds boot the marked slot instead of swapping.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image hash (hex, from `smp image list`).") var hash: String
 
@@ -145,7 +151,12 @@ struct ImageCommand: AsyncParsableCommand {
     struct Confirm: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "confirm",
-            abstract: "Confirm an image permanently: the running one, or the one with the given hash.")
+            abstract: "Confirm an image permanently: the running one, or the one with the given hash.",
+            discussion: """
+                Without a hash: the running image stays for good (run it after a test boot, or MCUboot reverts \
+                it on the next reset). With the hash of the image in the other slot: it is installed for good \
+                on the next reset, without a test boot; an image that then fails to start cannot be reverted.
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The image hash (hex); omit to confirm the running image.") var hash: String?
 
@@ -160,7 +171,11 @@ struct ImageCommand: AsyncParsableCommand {
     struct Erase: DeviceCommand {
         static let configuration = CommandConfiguration(
             commandName: "erase",
-            abstract: "Erase a slot (default: the one opposite the running image).")
+            abstract: "Erase a slot (default: the one opposite the running image).",
+            discussion: """
+                Erases the flash of the image slot, which takes seconds on large slots (smp waits at least \
+                75 s). The device refuses to erase the running image or one marked for the next reset.
+                """)
         @OptionGroup var global: GlobalOptions
         @Option(help: "Absolute slot number (image × 2 + slot).") var slot: Int?
 

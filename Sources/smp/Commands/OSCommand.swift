@@ -97,7 +97,15 @@ struct OSCommand: AsyncParsableCommand {
     }
 
     struct Reset: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "reset", abstract: "Reset (reboot) the device.")
+        static let configuration = CommandConfiguration(
+            commandName: "reset", abstract: "Reset (reboot) the device.",
+            discussion: """
+                The device answers, then reboots about a second later: the link drops (a board's own USB \
+                leaves the bus and may come back as another tty; with a usb: or auto device smp follows it), \
+                and MCUboot installs an image marked with `image test` or `image confirm` before the \
+                application starts again. An application may refuse (rc 10, busy) unless --force; \
+                --boot-mode 1 restarts into MCUboot's serial recovery or the firmware loader where built in.
+                """)
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Reset even if the application's reset hook objects.") var force = false
         @Option(help: "Boot mode after reset (0 normal, 1 bootloader / firmware loader).") var bootMode: Int?

@@ -8,7 +8,7 @@ import McuMgrDiscovery
 enum DiscoveryOptions {
     static func logger(verbose: Bool) -> Logger {
         var logger = Logger(label: "smp.discovery")
-        logger.logLevel = verbose ? .debug : .warning
+        logger.logLevel = verbose ? .debug : Terminal.quietLogLevel
         return logger
     }
 
@@ -78,9 +78,9 @@ enum ResetFollowing {
             let device = try await follower.reconnected(within: .milliseconds(Int64(timeout * 1000)))
             if context.options.verbose { Terminal.error("device: back at serial:\(device.path) after the reset") }
         } catch let error as McuMgrError {
-            Terminal.error("warning: \(error.message)")
+            Terminal.warning(error.message)
         } catch {
-            Terminal.error("warning: \(error)")
+            Terminal.warning("\(error)")
         }
         await follower.stop()
     }

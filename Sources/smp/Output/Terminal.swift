@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Logging
 import McuManager
 
 /// Writing to the terminal: plain lines, errors, and a progress bar when stdout is a TTY.
@@ -13,9 +14,29 @@ enum Terminal {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    /// Writes `text` to stdout as it is, without a line break.
+    static func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
     static func error(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
+
+    /// Whether `--json` is on the command line (before any `--`): then stdout holds JSON alone and
+    /// stderr stays silent unless `-v` asks for details.
+    static let jsonRequested = options.contains("--json")
+    /// Whether `-v`, `-vv` or `--verbose` is on the command line (before any `--`).
+    static let verboseRequested = !options.isDisjoint(with: ["-v", "-vv", "-vvv", "--verbose"])
+    private static var options: Set<String> { Set(CommandLine.arguments.dropFirst().prefix { $0 != "--" }) }
+
+    /// A warning on stderr; left out under `--json` without `-v`.
+    static func warning(_ text: String) {
+        if !jsonRequested || verboseRequested { error("warning: " + text) }
+    }
+
+    /// The log level without `-v`: warnings, or nothing under `--json`.
+    static var quietLogLevel: Logger.Level { jsonRequested ? .critical : .warning }
 
     /// Human-readable byte count.
     static func bytes(_ n: Double) -> String {
