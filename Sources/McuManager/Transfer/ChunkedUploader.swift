@@ -147,8 +147,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 case .wentBack(let from, let to):
                     client.logger.warning(
                         "\(name): the device went back from offset \(from) to \(to) of \(total) (it lost what it had: it reset, or ended the upload); continuing from \(to)")
-                    baseline = to
-                    baselineTime = clock.now
+                    rate.restart(bytes: to, at: clock.now - firstChunkTime)
                 case .window(let window):
                     client.logger.debug("upload: \(window)")
                 case .finished:
