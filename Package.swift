@@ -4,6 +4,7 @@ import PackageDescription
 /// What every target that does I/O over SwiftNIO (transports, simulator front ends) builds on.
 let ioTargetDependencies: [Target.Dependency] = [
     "McuManager", "McuMgrCore",
+    .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
     .product(name: "NIOCore", package: "swift-nio"),
     .product(name: "NIOPosix", package: "swift-nio"),
     .product(name: "Logging", package: "swift-log"),
@@ -40,9 +41,12 @@ let package = Package(
                 "McuMgrCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "CZlibSystem",
             ]
         ),
+        // zlib (system library) for the zip reader of firmware packages.
+        .systemLibrary(name: "CZlibSystem", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "McuMgrSerial",
             dependencies: ioTargetDependencies
@@ -63,15 +67,17 @@ let package = Package(
                 "McuMgrBLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .executableTarget(
             name: "smp-sim",
             dependencies: [
-                "McuMgrSimulator", "McuMgrCore",
+                "McuMgrSimulator", "McuMgrCore", "McuManager",
                 "McuMgrBLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // Helpers shared by the test targets (locating the Python reference implementations).
@@ -79,7 +85,10 @@ let package = Package(
         .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "McuManagerTests",
-            dependencies: ["McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrSimulator", "TestSupport"]),
+            dependencies: [
+                "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrSimulator", "TestSupport",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
@@ -108,11 +117,17 @@ let package = Package(
             name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .target(
             name: "McuMgrDBus",
-            dependencies: ["CDBus", "McuManager", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CDBus", "McuManager", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .target(
             name: "McuMgrBLE",
-            dependencies: ["McuMgrDBus", "McuManager", "McuMgrCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "McuMgrDBus", "McuManager", "McuMgrCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "McuMgrBLETests",
