@@ -1,5 +1,13 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import McuManager
 
 /// `smp`: manage microcontrollers over SMP (mcumgr) from the command line.
 struct SMP: AsyncParsableCommand {
@@ -55,7 +63,7 @@ enum SMPMain {
                 }
             } catch {
                 if Interruption.happened, !(error is ExitCode) {
-                    FileHandle.standardError.write(Data("error: interrupted\n".utf8))
+                    writeUnbuffered("error: interrupted\n", to: STDERR_FILENO)
                     exit(ExitStatus.cancelled)
                 }
                 SMP.exit(withError: error)

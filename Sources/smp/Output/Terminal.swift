@@ -1,7 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import McuManager
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writing to the terminal: plain lines, errors, and a progress bar when stdout is a TTY.
 enum Terminal {
@@ -9,11 +15,11 @@ enum Terminal {
     static let stderrIsTTY = isatty(STDERR_FILENO) == 1
 
     static func print(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        writeUnbuffered(text + "\n", to: STDOUT_FILENO)
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        writeUnbuffered(text + "\n", to: STDERR_FILENO)
     }
 
     /// Human-readable byte count.
@@ -25,14 +31,19 @@ enum Terminal {
             value /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(Int(value)) B" : String(format: "%.1f", value) + " " + units[unit]
+        return unit == 0 ? "\(Int(value)) B" : String(cFormat: "%.1f", value) + " " + units[unit]
     }
 
     static func duration(_ seconds: Double) -> String {
         guard seconds.isFinite, seconds >= 0 else { return "--:--" }
         let s = Int(seconds.rounded())
-        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%02d:%02d", s / 60, s % 60)
+        return s >= 3600 ? String(cFormat: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(cFormat: "%02d:%02d", s / 60, s % 60)
     }
+}
+
+/// `text` cut or padded with spaces to `width` characters, for columns.
+func padded(_ text: String, to width: Int) -> String {
+    text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
 }
 
 /// A one-line progress bar with rate and ETA, redrawn at most 10 times a second. Silent unless stdout
@@ -40,7 +51,7 @@ enum Terminal {
 final class ProgressBar: @unchecked Sendable {
     private let label: String
     private let enabled: Bool
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var lastDraw = Date.distantPast
     private let start = Date()
     private var drawn = false
@@ -64,11 +75,11 @@ final class ProgressBar: @unchecked Sendable {
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         let eta = rate > 0 ? Double(total - done) / rate : .infinity
-        let percent = String(format: "%3d%%", Int(fraction * 100))
+        let percent = String(cFormat: "%3d%%", Int(fraction * 100))
         let line =
             "\r\(label) \(bar) \(percent) \(Terminal.bytes(Double(done)))/\(Terminal.bytes(Double(total))) "
             + "\(Terminal.bytes(rate))/s ETA \(Terminal.duration(eta)) "
-        FileHandle.standardOutput.write(Data(line.utf8))
+        writeUnbuffered(line, to: STDOUT_FILENO)
         drawn = true
     }
 
@@ -77,7 +88,7 @@ final class ProgressBar: @unchecked Sendable {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
-        if drawn { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        if drawn { writeUnbuffered("\n", to: STDOUT_FILENO) }
         drawn = false
     }
 }
