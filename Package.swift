@@ -10,6 +10,14 @@ let ioTargetDependencies: [Target.Dependency] = [
     .product(name: "Logging", package: "swift-log"),
 ]
 
+/// How the executables link on Linux. The toolchain's static-stdlib link exports every symbol of the
+/// program's own objects (`-export-dynamic`), which keeps `--gc-sections` from dropping any public
+/// function of ours or of our dependencies and adds 20,000 dynamic symbols: a stripped static `smp`
+/// is 2.6 MB smaller without it. Nothing looks symbols up in the executable at run time.
+let executableLinkerSettings: [LinkerSetting] = [
+    .unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux]))
+]
+
 let package = Package(
     name: "McuManager",
     platforms: [.macOS(.v13)],
@@ -68,7 +76,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            linkerSettings: executableLinkerSettings
         ),
         .executableTarget(
             name: "smp-sim",
@@ -78,7 +87,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            linkerSettings: executableLinkerSettings
         ),
         // Helpers shared by the test targets (locating the Python reference implementations).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
