@@ -148,7 +148,8 @@ for name in smp smp-sim; do
     built=$(stat -c %s "$bin")
     stripped=$(stat -c %s "$work/$name.stripped")
     icu=no
-    nm "$bin" 2>/dev/null | grep -q 'ucol_open' && icu=yes
+    # grep reads all of nm's output (no -q): under pipefail an early exit would fail the pipeline.
+    if nm "$bin" 2>/dev/null | grep 'ucol_open' >/dev/null; then icu=yes; fi
     "$py" - "$name" "$built" "$stripped" "$icu" <<'PY'
 import sys
 name, built, stripped, icu = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
