@@ -3,7 +3,7 @@
 # Needs: repo (the checkout), size (payload bytes). Sets: smp, sim, work, sim_pid.
 
 # bench_build [--no-build]: builds smp and smp-sim (unless told not to) with the Swift runtime and
-# Foundation linked in (a self-contained binary that needs no Swift toolchain on the machine and starts
+# FoundationEssentials linked in (a self-contained binary that needs no Swift toolchain on the machine and starts
 # without loading ~20 shared libraries); sets smp and sim.
 bench_build() {
     if [[ "${1:-}" != "--no-build" ]]; then

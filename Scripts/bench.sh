@@ -13,6 +13,7 @@
 #       1,000,000 baud pty, with the serial ceiling for image-upload chunks
 #   (e) the real Zephyr / MCUboot builds: Scripts/bench-firmware.sh (echo, 4 KiB fs transfers, image uploads
 #       through MCUboot serial recovery and on a Cortex-M0 under QEMU, against smpclient)
+#   (f) the stripped sizes of the static release smp and smp-sim, and whether Foundation/ICU are linked
 # Timing: both clients over the upload phase (smp's --json transfer_seconds; smpclient's upload loop);
 # smp also as a whole process. Best of BENCH_RUNS runs each.
 # Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000)
@@ -178,6 +179,26 @@ ms = sorted(float(t) * 1000 for t in sys.argv[1:])
 print(f"echo (whole smp process, UDP): median {statistics.median(ms):.1f} ms over {len(ms)} runs"
       f" (min {ms[0]:.1f}, max {ms[-1]:.1f}; target << 100 ms)")
 PY
+
+# (f) size: the static release binaries as built and stripped (a stripped copy, as a package would ship
+# them), and whether the full Foundation and ICU are linked in (ICU's collator symbol) or only
+# FoundationEssentials
+for name in smp smp-sim; do
+    bin="$smp"
+    [[ "$name" == smp-sim ]] && bin="$sim"
+    strip -o "$work/$name.stripped" "$bin"
+    built=$(stat -c %s "$bin")
+    stripped=$(stat -c %s "$work/$name.stripped")
+    icu=no
+    # grep reads all of nm's output (no -q): under pipefail an early exit would fail the pipeline.
+    if nm "$bin" 2>/dev/null | grep 'ucol_open' >/dev/null; then icu=yes; fi
+    "$py" - "$name" "$built" "$stripped" "$icu" <<'PY'
+import sys
+name, built, stripped, icu = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+print(f"size {name}: {stripped / 1e6:.1f} MB stripped ({stripped} B; {built / 1e6:.1f} MB as built),"
+      f" Foundation/ICU linked: {icu} (target <= 20 MB stripped)")
+PY
+done
 
 # (d) firmware upgrade of a 1 MiB MCUboot image: `smp dfu --mode upload-only` against `smpmgr upgrade`
 # (smpmgr 0.19.1: upload, mark for test, reset) on the same smp-sim, over UDP and over the emulated

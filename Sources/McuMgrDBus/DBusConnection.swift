@@ -2,7 +2,12 @@
 import Glibc
 #endif
 import CDBus
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuManager
 
@@ -41,7 +46,7 @@ public final class DBusConnection: @unchecked Sendable {
     private let wakeWrite: Int32
 
     // Guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var commands: [@Sendable () -> Void] = []
     private var closeReason: DBusError?
     private var disconnectHandlers: [@Sendable (DBusError) -> Void] = []
@@ -88,7 +93,7 @@ public final class DBusConnection: @unchecked Sendable {
         dbusThreadsInit
         // Connecting and the Hello exchange block, so they run on a thread of their own.
         let opened: Result<(RawMessage, String), McuMgrError> = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
+            startDetachedThread {
                 continuation.resume(returning: openBlocking(address))
             }
         }
@@ -138,9 +143,7 @@ public final class DBusConnection: @unchecked Sendable {
         self.wakeRead = fds[0]
         self.wakeWrite = fds[1]
         self.canPassFileDescriptors = dbus_connection_can_send_type(raw, CDBUS_TYPE_UNIX_FD) != 0
-        let thread = Thread { [self] in self.runLoop() }
-        thread.name = "dbus \(uniqueName)"
-        thread.start()
+        startDetachedThread(name: "dbus \(uniqueName)") { [self] in self.runLoop() }
     }
 
     /// A logger that drops everything (the default).
@@ -747,7 +750,7 @@ extension DBusValue {
 
 /// A counter behind a lock (ids; once-only flags).
 final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value: UInt64 = 0
     /// The current value, then increments it.
     func next() -> UInt64 {

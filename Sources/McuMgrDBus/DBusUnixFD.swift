@@ -1,7 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A file descriptor passed over D-Bus (`h`).
 ///
@@ -9,7 +14,7 @@ import Foundation
 /// `take()` hands it over. A descriptor wrapped for sending with `borrowing:` is not closed (libdbus
 /// sends a duplicate).
 public final class DBusUnixFD: @unchecked Sendable, Hashable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var fd: Int32
     private var owned: Bool
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 /// Finds serial ports with libudev: every tty with a hardware parent, the USB device and interface above
@@ -88,7 +92,29 @@ public struct SerialDeviceDiscovery: Sendable {
 
     /// `ttyACM2` before `ttyACM10`.
     static func naturalLess(_ a: String, _ b: String) -> Bool {
-        a.compare(b, options: [.numeric]) == .orderedAscending
+        let x = Array(a.unicodeScalars)
+        let y = Array(b.unicodeScalars)
+        func isDigit(_ c: Unicode.Scalar) -> Bool { ("0"..."9").contains(c) }
+        var i = 0
+        var j = 0
+        while i < x.count, j < y.count {
+            guard isDigit(x[i]), isDigit(y[j]) else {
+                if x[i] != y[j] { return x[i].value < y[j].value }
+                i += 1
+                j += 1
+                continue
+            }
+            // Runs of digits compare by their values.
+            let startX = i
+            let startY = j
+            while i < x.count, isDigit(x[i]) { i += 1 }
+            while j < y.count, isDigit(y[j]) { j += 1 }
+            let runX = x[startX..<i].drop { $0 == "0" }
+            let runY = y[startY..<j].drop { $0 == "0" }
+            if runX.count != runY.count { return runX.count < runY.count }
+            if let (p, q) = zip(runX, runY).first(where: { $0 != $1 }) { return p.value < q.value }
+        }
+        return x.count - i < y.count - j
     }
 }
 
@@ -167,7 +193,7 @@ private func nonEmpty(_ text: String?) -> String? {
     return text.trimmingWhitespace()
 }
 
-private func underscoresToSpaces(_ text: String) -> String { text.replacingOccurrences(of: "_", with: " ") }
+private func underscoresToSpaces(_ text: String) -> String { text.replacing("_", with: " ") }
 
 /// udev's `\x20`-style escapes (ID_VENDOR_ENC, ID_MODEL_ENC) decoded.
 func decodeUdevString(_ text: String?) -> String? {

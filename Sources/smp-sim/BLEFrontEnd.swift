@@ -1,4 +1,12 @@
+import NIOConcurrencyHelpers
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrBLE
 import McuMgrCore
 import McuMgrSimulator
@@ -59,7 +67,7 @@ final class BLEFrontEnd: Sendable {
 
 /// The reset-observer token, set once started.
 final class LockedObserverToken: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var token: Int?
     func set(_ value: Int) { lock.withLock { token = value } }
     func take() -> Int? { lock.withLock { defer { token = nil }; return token } }

@@ -1,5 +1,15 @@
 import ArgumentParser
+import NIOConcurrencyHelpers
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import McuManager
 import McuMgrCore
 import McuMgrSimulator
 import NIOCore
@@ -189,7 +199,7 @@ struct SMPSim: AsyncParsableCommand {
                     latency: .milliseconds(latency), linkPath: ptyLink, vanishOnReset: resetVanish,
                     receiveLineSize: lineSize, receiveLineCount: lineCount == 0 ? nil : lineCount,
                     onDrop: { message in
-                        FileHandle.standardError.write(Data("<wrn> uart_mcumgr: \(message)\n".utf8))
+                        writeUnbuffered("<wrn> uart_mcumgr: \(message)\n", to: STDERR_FILENO)
                     }))
             let path = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
@@ -263,7 +273,7 @@ enum Signals {
 
 /// True the first time only.
 final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var fired = false
     func fire() -> Bool {
         lock.lock()

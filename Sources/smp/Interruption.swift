@@ -1,6 +1,12 @@
 import ArgumentParser
 import Dispatch
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import McuManager
 
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +34,7 @@ enum Interruption {
                 if state.signal() {
                     work.cancel()
                     DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
-                        FileHandle.standardError.write(Data("error: interrupted; the command did not stop in 10 s\n".utf8))
+                        writeUnbuffered("error: interrupted; the command did not stop in 10 s\n", to: STDERR_FILENO)
                         _exit(ExitStatus.cancelled)
                     }
                 } else {
@@ -44,7 +50,7 @@ enum Interruption {
 }
 
 private final class InterruptionState: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var count = 0
 
     var signalled: Bool {

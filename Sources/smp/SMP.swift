@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 
 /// `smp`: manage microcontrollers over SMP (mcumgr) from the command line.

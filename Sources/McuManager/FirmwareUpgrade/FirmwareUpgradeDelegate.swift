@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// The iOS library's delegate, for code ported from it. Pass one to `FirmwareUpgradeManager` and it

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuMgrCore
 
@@ -643,7 +647,7 @@ public actor FirmwareUpgradeManager {
         return "the image with hash \(Data(hash).hexString.prefix(16))…"
     }
 
-    static func seconds(_ duration: Duration) -> String { String(format: "%.1f s", duration.seconds) }
+    static func seconds(_ duration: Duration) -> String { String(cFormat: "%.1f s", duration.seconds) }
 
     // MARK: - Conversions
 

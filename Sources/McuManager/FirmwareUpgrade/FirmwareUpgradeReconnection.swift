@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// How `FirmwareUpgradeManager` gets back to the device after a reset: returns the transport to talk

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuMgrCore
 
@@ -115,9 +119,9 @@ extension FirmwareUpgradeManager {
         }
 
         static func resource(named name: String, in resources: [String: Data], package: [McuMgrPackage.Image]) -> Data? {
-            let base = (name as NSString).lastPathComponent
+            let base = lastPathComponent(of: name)
             if let data = resources[name] ?? resources[base] { return data }
-            return package.first { $0.fileName == name || ($0.fileName as NSString).lastPathComponent == base }?.data
+            return package.first { $0.fileName == name || lastPathComponent(of: $0.fileName) == base }?.data
         }
 
         private func upload<T: ChunkedUploadTarget>(
@@ -144,7 +148,7 @@ extension FirmwareUpgradeManager {
                 }
             let rate = result.duration.seconds > 0 ? Double(file.size - result.resumedFrom) / result.duration.seconds : 0
             log(.info, "image \(file.image) uploaded: \(file.size - result.resumedFrom) bytes in \(FirmwareUpgradeManager.seconds(result.duration))"
-                + String(format: " (%.1f KiB/s, %d-byte chunks, %d in flight)", rate / 1024, result.chunkSize, result.pipelineDepth))
+                + String(cFormat: " (%.1f KiB/s, %d-byte chunks, %d in flight)", rate / 1024, result.chunkSize, result.pipelineDepth))
             return FirmwareUpgradeResult.Image(
                 image: file.image, slot: file.slot, fileName: file.fileName, contentType: file.contentType, hash: file.hash,
                 size: file.size, version: file.version, uploaded: true, resumedFrom: result.resumedFrom,

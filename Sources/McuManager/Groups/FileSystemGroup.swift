@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 // File-system group (8): PROTOCOL.md 3.6.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 // Log group (4), mynewt only: PROTOCOL.md 3.5. Zephyr answers rc 8.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 // OS / default group (0): PROTOCOL.md 3.1.
@@ -200,7 +204,7 @@ public enum McuMgrDateTime {
     /// Formats `date` as `yyyy-MM-ddTHH:mm:ss` in UTC.
     public static func format(_ date: Date) -> String {
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.timeZone = TimeZone(secondsFromGMT: 0)!
         let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
         func pad(_ v: Int?, _ n: Int) -> String {
             let s = String(v ?? 0)
@@ -238,7 +242,7 @@ public enum McuMgrDateTime {
             nanosecond = fraction
         }
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.timeZone = TimeZone(secondsFromGMT: 0)!
         let components = DateComponents(
             year: year, month: month, day: day, hour: hour, minute: minute, second: second, nanosecond: nanosecond)
         return calendar.date(from: components)

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 // Shell group (9): PROTOCOL.md 3.7.

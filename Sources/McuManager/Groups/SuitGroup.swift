@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 // SUIT group (66, nRF Connect SDK, nRF54H series): PROTOCOL.md 3.11. Every answer carries `rc`.
@@ -160,7 +164,7 @@ public struct SuitMissingImageStateResponse: Decodable, Sendable, Hashable {
     /// The resource's name without a `file://` scheme.
     public var resourceName: String? {
         guard var text = resource else { return nil }
-        if let range = text.range(of: "://") { text = String(text[range.upperBound...]) }
+        if let range = text.firstRange(of: "://") { text = String(text[range.upperBound...]) }
         return text
     }
 

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A parsed MCUboot image (PROTOCOL.md 6): header, body, protected and unprotected TLV areas, and the
 /// hashes the image group uses.
@@ -51,7 +55,7 @@ public struct McuMgrImage: Sendable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw McuMgrError(.file, "cannot read \(url.path): \(error.localizedDescription); check the path and permissions")
+            throw McuMgrError(.file, "cannot read \(url.path): \(describeFileError(error)); check the path and permissions")
         }
         do {
             try self.init(data: data)
@@ -70,7 +74,7 @@ public struct McuMgrImage: Sendable {
         if bytes.count >= 4 {
             let magic: UInt32 = bytes.imageLittleEndian(at: 0)
             guard magic == McuMgrImageHeader.magic || magic == McuMgrImageHeader.legacyMagic else {
-                let first = bytes.prefix(8).map { String(format: "%02x", $0) }.joined(separator: " ")
+                let first = bytes.prefix(8).map { [$0].lowercaseHex }.joined(separator: " ")
                 throw McuMgrError(
                     .file,
                     "not an MCUboot image: it starts with \(first), not the header magic 3d b8 f3 96 (0x96f3b83d); use the signed image from the build (e.g. zephyr.signed.bin) or sign it with `imgtool sign`"
@@ -277,6 +281,6 @@ public struct McuMgrImage: Sendable {
     }
 
     static func hex(_ data: Data) -> String {
-        data.map { String(format: "%02x", $0) }.joined()
+        data.lowercaseHex
     }
 }

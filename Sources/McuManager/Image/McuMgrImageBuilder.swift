@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Builds unsigned MCUboot images, for tests and the demo: header, body, optional protected TLVs, and an
 /// unprotected TLV area holding the image hash.

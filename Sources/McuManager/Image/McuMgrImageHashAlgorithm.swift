@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The digest an image's hash TLV holds: SHA-256 (the default and what Zephyr reports), SHA-384 or SHA-512.
 public enum McuMgrImageHashAlgorithm: String, Sendable, Hashable, CaseIterable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One TLV entry of an MCUboot image's protected or unprotected area.
 public struct McuMgrImageTLV: Sendable, Hashable {

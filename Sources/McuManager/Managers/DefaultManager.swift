@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// The OS group (0): echo, statistics, date-time, reset, buffer parameters, application and bootloader info.

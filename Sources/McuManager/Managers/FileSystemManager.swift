@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 #if canImport(Glibc)
@@ -206,12 +210,12 @@ public struct FileSystemManager: Sendable {
             throw McuMgrError(
                 .file, "cannot create \(temporary.path); check that \(directory.path) exists and is writable")
         }
-        let handle: FileHandle
+        let handle: LocalFile
         do {
-            handle = try FileHandle(forWritingTo: temporary)
+            handle = try LocalFile(writingTo: temporary.path)
         } catch {
             try? FileManager.default.removeItem(at: temporary)
-            throw McuMgrError(.file, "cannot write \(temporary.path): \(error.localizedDescription)")
+            throw McuMgrError(.file, "cannot write \(temporary.path): \(describeFileError(error))")
         }
         do {
             var sha = SHA256()
@@ -275,9 +279,9 @@ public struct FileSystemManager: Sendable {
                         .protocolViolation, "file download: the device sent more than the \(length) bytes it announced")
                 }
                 do {
-                    try handle.write(contentsOf: piece.data)
+                    try handle.write(piece.data)
                 } catch {
-                    throw McuMgrError(.file, "cannot write \(temporary.path): \(error.localizedDescription)")
+                    throw McuMgrError(.file, "cannot write \(temporary.path): \(describeFileError(error))")
                 }
                 sha.update(data: piece.data)
                 crc.update(piece.data)
@@ -287,7 +291,7 @@ public struct FileSystemManager: Sendable {
                 progress?(TransferProgress(bytesTransferred: offset, totalBytes: length, bytesPerSecond: rate.bytesPerSecond))
             }
             let transferred = clock.now - started
-            try handle.close()
+            handle.close()
             let shaDigest = Data(sha.finalize())
             let crcDigest = crc.bigEndianBytes
             var verification = Verification.skipped("not requested")
@@ -306,7 +310,7 @@ public struct FileSystemManager: Sendable {
                 bytes: offset, verification: verification, duration: clock.now - started,
                 transferDuration: transferred)
         } catch {
-            try? handle.close()
+            handle.close()
             try? FileManager.default.removeItem(at: temporary)
             if error is CancellationError { throw McuMgrError(.cancelled, "file download was cancelled") }
             throw error
@@ -552,7 +556,7 @@ public struct FileSystemManager: Sendable {
     }
 
     static func seconds(_ duration: Duration) -> String {
-        String(format: "%.1f s", duration.seconds)
+        String(cFormat: "%.1f s", duration.seconds)
     }
 }
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// The SUIT group (66) of nRF Connect SDK devices (nRF54H series): manifest list and state, envelope,

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The `manifest.json` of an nRF Connect SDK `dfu_application.zip` (PROTOCOL.md 7.1).
 ///
@@ -124,11 +128,35 @@ public struct McuMgrManifest: Decodable, Sendable, Hashable {
 
     /// Turns `"load_address": 0x1000` (not JSON) into `"load_address": "0x1000"`.
     static func quotingHexLoadAddresses(_ text: String) -> String {
-        guard
-            let regex = try? NSRegularExpression(pattern: #"("load_address"\s*:\s*)(0[xX][0-9a-fA-F]+)"#)
-        else { return text }
-        let range = NSRange(text.startIndex..<text.endIndex, in: text)
-        return regex.stringByReplacingMatches(in: text, range: range, withTemplate: "$1\"$2\"")
+        let key = #""load_address""#
+        var result = ""
+        var rest = Substring(text)
+        while let found = rest.firstRange(of: key) {
+            // `"load_address"`, blanks, `:`, blanks, then `0x` and hex digits.
+            var i = found.upperBound
+            while i < rest.endIndex, rest[i].isWhitespace { i = rest.index(after: i) }
+            guard i < rest.endIndex, rest[i] == ":" else {
+                result += rest[..<found.upperBound]
+                rest = rest[found.upperBound...]
+                continue
+            }
+            i = rest.index(after: i)
+            while i < rest.endIndex, rest[i].isWhitespace { i = rest.index(after: i) }
+            let number = i
+            var end = i
+            if rest[i...].hasPrefix("0x") || rest[i...].hasPrefix("0X") {
+                end = rest.index(i, offsetBy: 2)
+                while end < rest.endIndex, rest[end].isHexDigit, rest[end].isASCII { end = rest.index(after: end) }
+            }
+            guard end > rest.index(number, offsetBy: 2, limitedBy: rest.endIndex) ?? rest.endIndex else {
+                result += rest[..<found.upperBound]
+                rest = rest[found.upperBound...]
+                continue
+            }
+            result += rest[..<number] + "\"" + rest[number..<end] + "\""
+            rest = rest[end...]
+        }
+        return result + rest
     }
 
     static func describe(_ error: DecodingError) -> String {
@@ -137,7 +165,7 @@ public struct McuMgrManifest: Decodable, Sendable, Hashable {
         }
         switch error {
         case .dataCorrupted(let context):
-            let underlying = context.underlyingError.map { " (\($0.localizedDescription))" } ?? ""
+            let underlying = context.underlyingError.map { " (\($0))" } ?? ""
             return context.codingPath.isEmpty
                 ? "not valid JSON\(underlying)" : "bad value at \(path(context.codingPath)): \(context.debugDescription)"
         case .keyNotFound(let key, let context):
@@ -159,7 +187,7 @@ extension KeyedDecodingContainer {
             return exact
         }
         if let text = try? decode(String.self, forKey: key) {
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            let trimmed = trimmingBlanks(text)
             if trimmed.hasPrefix("0x") || trimmed.hasPrefix("0X"), let value = Int(trimmed.dropFirst(2), radix: 16) {
                 return value
             }
@@ -179,4 +207,16 @@ extension KeyedDecodingContainer {
         throw DecodingError.typeMismatch(
             String.self, .init(codingPath: codingPath + [key], debugDescription: "expected a string"))
     }
+}
+
+/// `text` without leading and trailing blanks: tabs and Unicode space separators (what
+/// `CharacterSet.whitespaces` holds), not line breaks.
+private func trimmingBlanks(_ text: String) -> Substring {
+    func isBlank(_ c: Character) -> Bool {
+        c.unicodeScalars.allSatisfy { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+    }
+    var trimmed = Substring(text)
+    while let first = trimmed.first, isBlank(first) { trimmed = trimmed.dropFirst() }
+    while let last = trimmed.last, isBlank(last) { trimmed = trimmed.dropLast() }
+    return trimmed
 }

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A firmware package opened for upgrade: a signed MCUboot image (`.bin`), an nRF Connect SDK
 /// `dfu_application.zip` with `manifest.json` (multi-image, Direct-XIP or SUIT), or a SUIT envelope
@@ -58,7 +62,7 @@ public struct McuMgrPackage: Sendable {
         } catch {
             throw McuMgrError(.file, "cannot open \(url.path): no such file or it is not readable; check the path")
         }
-        if let size = (attributes[.size] as? NSNumber)?.intValue, size > limits.maximumTotalSize {
+        if let size = Self.fileSize(attributes), size > limits.maximumTotalSize {
             throw McuMgrError(
                 .file,
                 "\(fileName) is \(size) bytes, more than the \(limits.maximumTotalSize)-byte package limit; "
@@ -69,7 +73,7 @@ public struct McuMgrPackage: Sendable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw McuMgrError(.file, "cannot read \(url.path) (\(error.localizedDescription)); check the path and permissions")
+            throw McuMgrError(.file, "cannot read \(url.path) (\(describeFileError(error))); check the path and permissions")
         }
         try self.init(data: data, fileName: fileName, limits: limits)
     }
@@ -158,7 +162,7 @@ public struct McuMgrPackage: Sendable {
 
     @discardableResult
     private static func checkExtension(of fileName: String) throws -> Kind {
-        let ext = (fileName as NSString).pathExtension.lowercased()
+        let ext = pathExtension(of: fileName).lowercased()
         switch ext {
         case "bin", "img": return .mcubootImage
         case "zip": return .zip
@@ -170,6 +174,12 @@ public struct McuMgrPackage: Sendable {
             if ext == "hex" { message += " (convert Intel HEX with objcopy -I ihex -O binary, or use the .bin)" }
             throw McuMgrError(.file, message)
         }
+    }
+
+    /// The size `FileManager` reports: `UInt` from FoundationEssentials, `NSNumber` from Foundation.
+    private static func fileSize(_ attributes: [FileAttributeKey: Any]) -> Int? {
+        if let size = attributes[.size] as? UInt { return Int(exactly: size) }
+        return attributes[.size] as? Int
     }
 
     private static func checkSingleFileSize(_ size: Int, name: String, limits: Limits) throws {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension McuMgrPackage {
     /// One file of a package to send to the device, as the iOS library's `ImageManager.Image`.
@@ -49,7 +53,7 @@ extension McuMgrPackage {
         public var size: Int { data.count }
 
         /// The hash as lowercase hexadecimal.
-        public var hashHex: String { hash.map { String(format: "%02x", $0) }.joined() }
+        public var hashHex: String { hash.lowercaseHex }
 
         public var description: String {
             var text = "\(fileName): image \(image)"

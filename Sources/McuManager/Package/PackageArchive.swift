@@ -1,46 +1,64 @@
+import CZlibSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import ZIPFoundation
+#endif
+#endif
 
 /// A zip read entirely in memory, with every entry checked before any is read: no `..` or absolute
-/// paths, no duplicate names, declared sizes within the limits. Nothing is ever written to disk.
+/// paths, no duplicate names, declared sizes within the limits, every offset and length inside the
+/// data. Nothing is ever written to disk.
+///
+/// Reads what firmware packages hold: stored and deflated entries (zlib inflates), each checked
+/// against its CRC-32 and declared size. Zip64, encrypted entries, other compression methods and
+/// archives split over several files are refused with a clear error.
 struct PackageArchive {
+    /// One file or directory as the central directory describes it.
+    struct Entry {
+        enum Kind { case file, directory, symbolicLink }
+
+        var path: String
+        var kind: Kind
+        var method: Int
+        var flags: Int
+        var crc32: UInt32
+        var compressedSize: Int
+        var uncompressedSize: Int
+        /// Offset of the entry's data (after its local header) in the archive.
+        var dataOffset: Int
+    }
+
     /// Entry paths of regular files, in archive order.
     let paths: [String]
-    private let archive: Archive
+    private let bytes: [UInt8]
     private let entries: [String: Entry]
-    private let limits: McuMgrPackage.Limits
     private let name: String
 
     /// Opens and checks the zip in `data`; `name` names the package in error messages.
     init(data: Data, name: String, limits: McuMgrPackage.Limits) throws {
         self.name = name
-        self.limits = limits
-        try Self.checkBounds([UInt8](data), name: name)
-        do {
-            archive = try Archive(data: data, accessMode: .read)
-        } catch {
-            throw McuMgrError(
-                .file,
-                "\(name) is not a readable zip archive (\(error)); it may be truncated or corrupt, "
-                    + "download or copy it again"
-            )
-        }
+        bytes = [UInt8](data)
         var entries: [String: Entry] = [:]
         var paths: [String] = []
         var total: UInt64 = 0
-        for entry in archive {
+        for entry in try Self.centralDirectory(bytes, name: name) {
             let path = entry.path
             try Self.checkPath(path, package: name)
-            guard entry.type != .symlink else {
+            guard entry.kind != .symbolicLink else {
                 throw McuMgrError(
                     .file, "\(name) holds a symbolic link \"\(path)\"; firmware packages never do, so it is refused")
             }
-            guard entry.type == .file else { continue }
+            guard entry.kind == .file else { continue }
             guard entries[path] == nil else {
                 throw McuMgrError(
                     .file, "\(name) holds two entries named \"\(path)\"; the package is refused, rebuild it")
             }
-            let size = entry.uncompressedSize
+            let size = UInt64(entry.uncompressedSize)
             guard size <= UInt64(limits.maximumEntrySize) else {
                 throw McuMgrError(
                     .file,
@@ -64,10 +82,9 @@ struct PackageArchive {
         self.paths = paths
     }
 
-    /// Checks that every offset and length the zip's directory declares stays inside the data, before
-    /// ZIPFoundation (whose in-memory reader traps on offsets past the end) reads it. Zip64 is refused:
-    /// firmware packages are far below 4 GiB.
-    static func checkBounds(_ bytes: [UInt8], name: String) throws {
+    /// Reads the central directory, checking that every offset and length it declares stays inside
+    /// the data. Zip64 is refused: firmware packages are far below 4 GiB.
+    static func centralDirectory(_ bytes: [UInt8], name: String) throws -> [Entry] {
         func corrupt(_ why: String) -> McuMgrError {
             McuMgrError(
                 .file,
@@ -89,20 +106,30 @@ struct PackageArchive {
         if count == 0xFFFF || directorySize == 0xFFFF_FFFF || directoryOffset == 0xFFFF_FFFF {
             throw corrupt("zip64 archives are not supported for firmware packages")
         }
+        if u16(eocd + 4) != 0 || u16(eocd + 6) != 0 || u16(eocd + 8) != count {
+            throw corrupt("archives split over several files are not supported for firmware packages")
+        }
         let directoryEnd = directoryOffset + directorySize
         guard directoryEnd <= eocd else { throw corrupt("the central directory lies outside the file") }
+        var entries: [Entry] = []
         var p = directoryOffset
         for _ in 0..<count {
             guard p + 46 <= directoryEnd, signature(p, 0x0201_4B50) else {
                 throw corrupt("a central directory entry is damaged")
             }
+            let madeBy = u16(p + 4)
+            let flags = u16(p + 8)
+            let method = u16(p + 10)
+            let crc32 = UInt32(u32(p + 16))
             let compressed = u32(p + 20)
             let uncompressed = u32(p + 24)
+            let nameLength = u16(p + 28)
+            let externalAttributes = u32(p + 38)
             let local = u32(p + 42)
             if compressed == 0xFFFF_FFFF || uncompressed == 0xFFFF_FFFF || local == 0xFFFF_FFFF {
                 throw corrupt("zip64 entries are not supported for firmware packages")
             }
-            let next = p + 46 + u16(p + 28) + u16(p + 30) + u16(p + 32)
+            let next = p + 46 + nameLength + u16(p + 30) + u16(p + 32)
             guard next <= directoryEnd else { throw corrupt("a central directory entry runs past the directory") }
             guard local + 30 <= bytes.count, signature(local, 0x0403_4B50) else {
                 throw corrupt("an entry's local header lies outside the file or is damaged")
@@ -111,7 +138,54 @@ struct PackageArchive {
             guard dataStart + max(compressed, u32(local + 18)) <= bytes.count else {
                 throw corrupt("an entry's data runs past the end of the file")
             }
+            let path = Self.decodePath(bytes[(p + 46)..<(p + 46 + nameLength)], utf8: flags & 0x0800 != 0)
+            guard let path else { throw corrupt("an entry's name is not valid UTF-8") }
+            entries.append(
+                Entry(
+                    path: path, kind: Self.kind(path: path, madeBy: madeBy, externalAttributes: externalAttributes),
+                    method: method, flags: flags, crc32: crc32, compressedSize: compressed,
+                    uncompressedSize: uncompressed, dataOffset: dataStart))
             p = next
+        }
+        return entries
+    }
+
+    /// An entry's name: UTF-8 when its flags say so (nil when it is not valid UTF-8), else code page
+    /// 437, the zip format's default.
+    static func decodePath(_ raw: ArraySlice<UInt8>, utf8: Bool) -> String? {
+        if utf8 {
+            let path = String(decoding: raw, as: UTF8.self)
+            return path.utf8.elementsEqual(raw) ? path : nil
+        }
+        var path = String.UnicodeScalarView()
+        for byte in raw {
+            path.append(byte < 0x80 ? Unicode.Scalar(byte) : codePage437High[Int(byte) - 0x80])
+        }
+        return String(path)
+    }
+
+    /// Code page 437's characters for bytes 0x80...0xFF, in order.
+    private static let codePage437High: [Unicode.Scalar] = Array(
+        ("ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐"
+            + "└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u{00A0}").unicodeScalars)
+
+    /// Whether an entry is a file, a directory or a symbolic link: from the Unix mode the archiver
+    /// stored (hosts Unix and macOS), the MS-DOS directory attribute, or a name ending in `/`.
+    static func kind(path: String, madeBy: Int, externalAttributes: Int) -> Entry.Kind {
+        let host = madeBy >> 8
+        let namedLikeDirectory = path.hasSuffix("/")
+        switch host {
+        case 3, 19:  // Unix, OS X: st_mode in the high 16 bits
+            switch (externalAttributes >> 16) & 0o170000 {
+            case 0o100000: return .file
+            case 0o040000: return .directory
+            case 0o120000: return .symbolicLink
+            default: return namedLikeDirectory ? .directory : .file
+            }
+        case 0:  // MS-DOS attributes: 0x10 is a directory
+            return namedLikeDirectory || externalAttributes & 0x10 != 0 ? .directory : .file
+        default:
+            return namedLikeDirectory ? .directory : .file
         }
     }
 
@@ -145,36 +219,84 @@ struct PackageArchive {
         guard let entry = entries[path] else {
             throw McuMgrError(.file, "\(name) has no file \"\(path)\"")
         }
-        let declared = Int(entry.uncompressedSize)
-        var data = Data()
-        data.reserveCapacity(declared)
-        do {
-            _ = try archive.extract(entry, skipCRC32: false) { chunk in
-                guard data.count + chunk.count <= declared else {
-                    throw McuMgrError(
-                        .file,
-                        "\(name): entry \"\(path)\" holds more data than the \(declared) bytes it declares; "
-                            + "the package is refused"
-                    )
+        func unreadable(_ why: String) -> McuMgrError {
+            McuMgrError(
+                .file,
+                "\(name): entry \"\(path)\" cannot be read (\(why)); the zip is corrupt or truncated, "
+                    + "download or copy it again"
+            )
+        }
+        let declared = entry.uncompressedSize
+        guard entry.flags & 0x0001 == 0 else { throw unreadable("it is encrypted") }
+        let stored = bytes[entry.dataOffset..<(entry.dataOffset + entry.compressedSize)]
+        let content: [UInt8]
+        switch entry.method {
+        case 0:
+            content = Array(stored)
+        case 8:
+            content = try Self.inflate(stored, atMost: declared, unreadable: unreadable)
+        default:
+            throw unreadable("compression method \(entry.method); only stored and deflated entries are supported")
+        }
+        guard content.count <= declared else {
+            throw McuMgrError(
+                .file,
+                "\(name): entry \"\(path)\" holds more data than the \(declared) bytes it declares; "
+                    + "the package is refused"
+            )
+        }
+        guard content.count == declared else {
+            throw McuMgrError(
+                .file,
+                "\(name): entry \"\(path)\" holds \(content.count) bytes but declares \(declared); the zip is corrupt, "
+                    + "download or copy it again"
+            )
+        }
+        let checksum = content.withUnsafeBufferPointer { buffer in
+            UInt32(CZlibSystem.crc32(0, buffer.baseAddress, uInt(buffer.count)))
+        }
+        guard checksum == entry.crc32 else { throw unreadable("CRC-32 mismatch") }
+        return Data(content)
+    }
+
+    /// Inflates a raw deflate stream into at most `limit` + 1 bytes: one byte more than declared shows
+    /// an entry that holds more than it says, without inflating the rest.
+    static func inflate(
+        _ input: ArraySlice<UInt8>, atMost limit: Int, unreadable: (String) -> McuMgrError
+    ) throws -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: limit + 1)
+        var stream = z_stream()
+        guard inflateInit2_(&stream, -MAX_WBITS, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw unreadable("zlib could not start inflating")
+        }
+        defer { inflateEnd(&stream) }
+        let produced: Int = try input.withUnsafeBufferPointer { source in
+            try output.withUnsafeMutableBufferPointer { target in
+                // zlib does not write through next_in; the cast only satisfies its C signature.
+                stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
+                stream.avail_in = uInt(source.count)
+                stream.next_out = target.baseAddress
+                stream.avail_out = uInt(target.count)
+                while true {
+                    let status = CZlibSystem.inflate(&stream, Z_NO_FLUSH)
+                    let produced = target.count - Int(stream.avail_out)
+                    switch status {
+                    case Z_STREAM_END:
+                        return produced
+                    case Z_OK where stream.avail_out > 0 && stream.avail_in > 0:
+                        continue
+                    case Z_OK, Z_BUF_ERROR:
+                        // Out of room: more data than declared. Out of input: the stream was cut short.
+                        if stream.avail_out == 0 { return produced }
+                        throw unreadable("the deflated data ends early")
+                    default:
+                        let message = stream.msg.map { String(cString: $0) } ?? "error \(status)"
+                        throw unreadable("invalid deflated data: \(message)")
+                    }
                 }
-                data.append(chunk)
             }
-        } catch let error as McuMgrError {
-            throw error
-        } catch {
-            throw McuMgrError(
-                .file,
-                "\(name): entry \"\(path)\" cannot be read (\(error)); the zip is corrupt or truncated, "
-                    + "download or copy it again"
-            )
         }
-        guard data.count == declared else {
-            throw McuMgrError(
-                .file,
-                "\(name): entry \"\(path)\" holds \(data.count) bytes but declares \(declared); the zip is corrupt, "
-                    + "download or copy it again"
-            )
-        }
-        return data
+        output.removeSubrange(produced...)
+        return output
     }
 }

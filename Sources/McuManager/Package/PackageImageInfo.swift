@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a package needs of an MCUboot image: its version and image hash, after checking that the file is
 /// a whole, intact image (`McuMgrImage` does the parsing and the hash check).

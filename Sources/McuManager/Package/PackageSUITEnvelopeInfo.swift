@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// What a package needs from a SUIT envelope (PROTOCOL.md 7.2): the SHA-256 digest of its

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// How one kind of chunked upload (image, file, SUIT) builds its chunk requests and reads the answers.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// Remembers the console line limits `LinkProbe` learned, per device, across runs: the next connection
@@ -28,8 +32,8 @@ public struct ConsoleLineMemory: Sendable, Hashable {
 
     /// What was learned for `device`, if anything.
     public func recall(_ device: String) -> LinkLimits.ConsoleLines? {
-        guard let entry = entries()[device] as? [String: Any], let line = entry["line"] as? Int,
-            let lines = entry["lines"] as? Int, (7...65_536).contains(line), (1...1024).contains(lines)
+        guard let entry = entries()[device], let line = entry.line,
+            let lines = entry.lines, (7...65_536).contains(line), (1...1024).contains(lines)
         else { return nil }
         return LinkLimits.ConsoleLines(length: line, count: lines)
     }
@@ -40,20 +44,42 @@ public struct ConsoleLineMemory: Sendable, Hashable {
     /// Records what was learned for `device`. Failures to write are ignored: the memory only saves time.
     public func remember(_ lines: LinkLimits.ConsoleLines, for device: String) {
         var all = entries()
-        all[device] = ["line": lines.length, "lines": lines.count, "seen": Int(Date().timeIntervalSince1970)]
+        all[device] = Entry(line: lines.length, lines: lines.count, seen: Int(Date().timeIntervalSince1970))
         if all.count > Self.capacity {
-            let oldest = all.sorted { (($0.value as? [String: Any])?["seen"] as? Int ?? 0) < (($1.value as? [String: Any])?["seen"] as? Int ?? 0) }
+            let oldest = all.sorted { ($0.value.seen ?? 0) < ($1.value.seen ?? 0) }
             for (key, _) in oldest.prefix(all.count - Self.capacity) { all[key] = nil }
         }
-        guard let data = try? JSONSerialization.data(withJSONObject: all, options: [.sortedKeys, .prettyPrinted]) else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        guard let data = try? encoder.encode(all) else { return }
         try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         try? data.write(to: file, options: .atomic)
     }
 
-    private func entries() -> [String: Any] {
+    private func entries() -> [String: Entry] {
         guard let data = try? Data(contentsOf: file),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            let object = try? JSONDecoder().decode([String: Entry].self, from: data)
         else { return [:] }
         return object
+    }
+
+    /// One device's entry; a field that is missing or not an integer reads as nil.
+    private struct Entry: Codable {
+        var line: Int?
+        var lines: Int?
+        var seen: Int?
+
+        init(line: Int, lines: Int, seen: Int) {
+            self.line = line
+            self.lines = lines
+            self.seen = seen
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try? decoder.container(keyedBy: CodingKeys.self)
+            line = try? container?.decode(Int.self, forKey: .line)
+            lines = try? container?.decode(Int.self, forKey: .lines)
+            seen = try? container?.decode(Int.self, forKey: .seen)
+        }
     }
 }

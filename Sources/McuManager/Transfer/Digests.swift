@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// CRC-32 (IEEE 802.3, reflected, init and final XOR 0xFFFFFFFF), as the file-system group's `crc32`.
 struct CRC32: Sendable {
@@ -65,5 +69,5 @@ enum LocalDigest {
 
 extension Data {
     /// Lower-case hex, for messages.
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
+    var hexString: String { lowercaseHex }
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Settings for chunked uploads (image, file). Defaults follow the device's buffers.
 public struct UploadConfiguration: Sendable, Hashable {

@@ -1,4 +1,10 @@
+import NIOConcurrencyHelpers
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Pauses and resumes a running chunked upload from any task, and tells its owner where the device
 /// said the upload stood when it started (a resumed upload).
@@ -62,7 +68,7 @@ public final class UploadControl: Sendable {
 
 /// A value behind a lock.
 final class LockedState<Value>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value: Value
     init(_ value: Value) { self.value = value }
     func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {

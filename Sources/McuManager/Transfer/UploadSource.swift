@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Random-access bytes to upload. Read only from the uploading task.
 public protocol UploadSource {
@@ -26,27 +30,23 @@ public final class FileUploadSource: UploadSource {
     /// The file.
     public let url: URL
     public let size: Int
-    private let handle: FileHandle
+    private let file: LocalFile
 
     /// Opens `url` for reading.
     /// - Throws: `McuMgrError` of kind `.file` when the file cannot be opened.
     public init(url: URL) throws {
         self.url = url
         do {
-            handle = try FileHandle(forReadingFrom: url)
-            let end = try handle.seekToEnd()
-            size = Int(end)
+            file = try LocalFile(readingFrom: url.path)
+            size = try file.size()
         } catch {
-            throw McuMgrError(.file, "cannot read \(url.path): \(error.localizedDescription); check the path and permissions")
+            throw McuMgrError(.file, "cannot read \(url.path): \(describeFileError(error)); check the path and permissions")
         }
     }
 
-    deinit { try? handle.close() }
-
     public func read(offset: Int, length: Int) throws -> Data {
         do {
-            try handle.seek(toOffset: UInt64(offset))
-            let data = try handle.read(upToCount: length) ?? Data()
+            let data = try file.read(offset: offset, length: length)
             guard data.count == length else {
                 throw McuMgrError(.file, "\(url.path) changed size while uploading (short read at \(offset)); do not modify the file during the upload")
             }
@@ -54,7 +54,7 @@ public final class FileUploadSource: UploadSource {
         } catch let error as McuMgrError {
             throw error
         } catch {
-            throw McuMgrError(.file, "cannot read \(url.path) at offset \(offset): \(error.localizedDescription)")
+            throw McuMgrError(.file, "cannot read \(url.path) at offset \(offset): \(describeFileError(error))")
         }
     }
 }

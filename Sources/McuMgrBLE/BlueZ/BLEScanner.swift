@@ -1,4 +1,9 @@
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 import McuMgrDBus
 
@@ -82,7 +87,7 @@ public struct BLEScanner: Sendable {
 
 /// Devices by path, and which of them showed signs of life during the scan.
 final class DeviceTable: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var devices: [DBusObjectPath: BlueZDeviceInfo] = [:]
     private var order: [DBusObjectPath] = []
     private var seen: Set<DBusObjectPath> = []

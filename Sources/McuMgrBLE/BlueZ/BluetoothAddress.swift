@@ -11,7 +11,7 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
     }
 
     /// The element BlueZ uses in device object paths: `dev_AA_BB_CC_DD_EE_FF`.
-    public var pathElement: String { "dev_" + rawValue.replacingOccurrences(of: ":", with: "_") }
+    public var pathElement: String { "dev_" + rawValue.replacing(":", with: "_") }
 
     public var description: String { rawValue }
 

@@ -1,7 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import NIOConcurrencyHelpers
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuManager
 import McuMgrCore
@@ -56,7 +62,7 @@ public final class SMPGattPeripheral: @unchecked Sendable {
     public let configuration: Configuration
     private let handler: RequestHandler
     private let logger: Logger
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var client: BlueZClient?
     private var adapterInfo: BlueZAdapterInfo?
     private var characteristic: SMPCharacteristicObject?
@@ -245,7 +251,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private let logger: Logger
     private let handler: SMPGattPeripheral.RequestHandler
 
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value: [UInt8] = []
     private var notifying = false
     /// Reassembly per central for WriteValue (keyed by the `device` option).
@@ -461,7 +467,7 @@ extension SMPCharacteristicObject {
 
 /// A framing codec behind a lock (one per acquired write socket).
 final class LockedCodec: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var codec: BLEFramingCodec
 
     init(_ codec: BLEFramingCodec) {

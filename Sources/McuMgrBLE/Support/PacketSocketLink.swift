@@ -1,7 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import McuMgrDBus
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The SOCK_SEQPACKET descriptors of BlueZ's AcquireWrite / AcquireNotify (one ATT payload per
 /// packet), served by a thread of its own: packets read from `readFD` go to `onPacket`; `send` queues
@@ -16,7 +22,7 @@ final class PacketSocketLink: @unchecked Sendable {
     private let onClose: @Sendable (String?) -> Void
     private let receiveSize: Int
 
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var queue: [[UInt8]] = []
     private var queueHead = 0
     private var stopping = false
@@ -43,9 +49,7 @@ final class PacketSocketLink: @unchecked Sendable {
         self.onPacket = onPacket
         self.onClose = onClose
         self.receiveSize = receiveSize
-        let thread = Thread { [self] in self.run() }
-        thread.name = "ble socket"
-        thread.start()
+        startDetachedThread(name: "ble socket") { [self] in self.run() }
     }
 
     /// Queues packets for `writeFD`, in order.

@@ -1,4 +1,12 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuManager
 import McuMgrCore
@@ -16,7 +24,7 @@ import McuMgrDBus
 public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
     public let configuration: Configuration
     private let logger: Logger
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var link: BleLink?
 
     public init(
@@ -122,7 +130,7 @@ final class BleLink: @unchecked Sendable {
     private let writeType: String
     private let logger: Logger
 
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var decoder: BLEFramingCodec
     private var writer: PacketSocketLink?
     private var notifier: PacketSocketLink?
@@ -529,7 +537,7 @@ extension BleConnector {
     /// The error for a device that wants pairing, with the command that pairs it.
     static func pairingError(_ mapped: McuMgrError, device: BlueZDeviceInfo) -> McuMgrError {
         if mapped.message.contains("bluetoothctl pair ADDRESS"), let address = device.address {
-            return McuMgrError(.transport, mapped.message.replacingOccurrences(of: "bluetoothctl pair ADDRESS", with: "bluetoothctl pair \(address)"))
+            return McuMgrError(.transport, mapped.message.replacing("bluetoothctl pair ADDRESS", with: "bluetoothctl pair \(address)"))
         }
         guard !mapped.message.contains("bluetoothctl pair") else { return mapped }
         return McuMgrError(
@@ -541,7 +549,7 @@ extension BleConnector {
 
 /// Lets handlers registered before a link exists reach it.
 final class LinkHolder: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private weak var stored: BleLink?
     var link: BleLink? {
         get { lock.withLock { stored } }
@@ -561,7 +569,7 @@ final class DeviceStateBox: @unchecked Sendable {
         var continuation: CheckedContinuation<Bool, Never>
     }
 
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var state = Snapshot()
     private var observers: [@Sendable (Snapshot) -> Void] = []
     private var waiters: [UUID: Waiter] = [:]

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `CBOR` passes through `CBOREncoder`/`CBORDecoder` unchanged, tags and all.
 ///

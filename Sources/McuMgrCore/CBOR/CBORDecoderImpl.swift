@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // The decoder reads from `CBOR` items produced by `CBORReader`. Tags are looked through unless the
 // requested type is `CBOR` itself. Errors are `CBORError` values that carry the coding path.

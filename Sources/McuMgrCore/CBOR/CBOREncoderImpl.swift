@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // The encoder builds a light tree of nodes (primitives inline, containers as shared boxes so that
 // nested containers can be filled after they are handed out), then writes it to bytes in one pass

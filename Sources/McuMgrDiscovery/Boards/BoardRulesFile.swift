@@ -1,5 +1,10 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
+import McuMgrCore
 
 /// The user's board rules: a JSON file that extends and overrides the built-in table.
 ///
@@ -20,7 +25,7 @@ public enum BoardRulesFile {
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> (path: String, explicit: Bool) {
         if let path = environment["SMP_BOARDS"], !path.isEmpty { return (path, true) }
         if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty { return (config + "/smp/boards.json", false) }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         return (home + "/.config/smp/boards.json", false)
     }
 
@@ -53,9 +58,11 @@ public enum BoardRulesFile {
         }
         let object: Any
         do {
-            object = try JSONSerialization.jsonObject(with: data)
+            object = plainValue(try JSONDecoder().decode(CBOR.self, from: data))
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            throw fail("not valid JSON" + (context.underlyingError.map { " (\($0))" } ?? ""))
         } catch {
-            throw fail("not valid JSON (\(error.localizedDescription))")
+            throw fail("not valid JSON (\(error))")
         }
         let entries: [Any]
         if let array = object as? [Any] {
@@ -118,5 +125,27 @@ public enum BoardRulesFile {
                     role: e["role"] as? String, followsResets: follows, source: source))
         }
         return rules
+    }
+}
+
+/// A JSON value read as `CBOR` (McuMgrCore's JSON mapping), as the plain Swift values the parser
+/// checks: `[String: Any]`, `[Any]`, `String`, `Int`, `Double`, `Bool`; null as an absent value.
+private func plainValue(_ item: CBOR) -> Any {
+    switch item {
+    case .text(let text): return text
+    case .bool(let value): return value
+    case .unsigned(let value): return Int(exactly: value) ?? Double(value)
+    case .negative(let value): return value < UInt64(Int.max) ? -1 - Int(value) : -1 - Double(value)
+    case .double(let value): return value
+    case .float(let value), .half(let value): return Double(value)
+    case .array(let items): return items.map(plainValue)
+    case .map(let entries):
+        var dictionary: [String: Any] = [:]
+        for entry in entries {
+            guard case .text(let key) = entry.key else { continue }
+            dictionary[key] = plainValue(entry.value)
+        }
+        return dictionary
+    default: return Optional<Any>.none as Any
     }
 }

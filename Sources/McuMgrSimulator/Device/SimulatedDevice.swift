@@ -1,4 +1,9 @@
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuMgrCore
 
 /// A simulated Zephyr/MCUboot device that answers SMP requests: OS, image (two slots per image with
@@ -11,7 +16,7 @@ import McuMgrCore
 /// answering, so a front end decides how to model the outage.
 public final class SimulatedDevice: @unchecked Sendable {
     public let configuration: SimulatorConfiguration
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var state: DeviceState
     private var resetObservers: [Int: @Sendable (SimulatedResetEvent) -> Void] = [:]
     private var nextObserverID = 1

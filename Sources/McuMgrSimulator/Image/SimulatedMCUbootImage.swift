@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 
 /// Builds and parses MCUboot images (PROTOCOL.md 6): a 32-byte header (padded to `hdr_size`), the body,

@@ -1,5 +1,10 @@
 import Dispatch
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 import McuMgrCore
 
@@ -33,7 +38,7 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     }
 
     public let device: SimulatedDevice
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var _options: Options
     private var handler: (@Sendable (McuMgrTransportEvent) -> Void)?
     private var answered = 0

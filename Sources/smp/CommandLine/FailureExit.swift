@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import McuManager
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How `smp` ends when parsing or a command fails: a misspelled group or command is named with the
 /// nearest known one; under `--json` every failure, usage errors included, is one error object on
@@ -9,11 +14,11 @@ enum FailureExit {
     static func exit(with error: Error, arguments: [String]) -> Never {
         if let code = error as? ExitCode {
             // The command reported its failure itself (CommandRunner.report) or chose this code (shell exec).
-            Foundation.exit(code.rawValue)
+            processExit(code.rawValue)
         }
         if let error = error as? McuMgrError {
             CommandRunner.report(error, json: Terminal.jsonRequested)
-            Foundation.exit(ExitStatus.code(for: error.kind))
+            processExit(ExitStatus.code(for: error.kind))
         }
         let code = SMP.exitCode(for: error)
         if code == .success {
@@ -21,7 +26,7 @@ enum FailureExit {
         }
         if let unknown = UnknownNameDiagnosis.message(for: arguments) {
             CommandRunner.report(McuMgrError(.usage, unknown), json: Terminal.jsonRequested)
-            Foundation.exit(ExitStatus.usage)
+            processExit(ExitStatus.usage)
         }
         guard Terminal.jsonRequested else { SMP.exit(withError: error) }
         let message = SMP.message(for: error)
@@ -30,6 +35,9 @@ enum FailureExit {
         } else {
             CommandRunner.report(kind: "other", message: message, exitCode: code.rawValue, json: true)
         }
-        Foundation.exit(code.rawValue)
+        processExit(code.rawValue)
     }
 }
+
+/// Ends the process with `code` (the C library's exit, which `FailureExit.exit(with:)` hides by name).
+private func processExit(_ code: Int32) -> Never { exit(code) }

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuManager
 import McuMgrBLE
@@ -76,7 +80,7 @@ struct BLECommand: AsyncParsableCommand {
                 }
                 for device in devices {
                     let rssi = device.rssi.map { "\($0) dBm" } ?? "-"
-                    var line = "\(device.address?.rawValue ?? device.path.rawValue)  \(rssi.padding(toLength: 8, withPad: " ", startingAt: 0))"
+                    var line = "\(device.address?.rawValue ?? device.path.rawValue)  \(padded(rssi, to: 8))"
                     line += "  \(device.displayName ?? "(no name)")"
                     if all, device.advertisesSMP { line += "  [SMP]" }
                     if device.connected { line += "  (connected)" }

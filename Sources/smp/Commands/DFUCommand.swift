@@ -1,6 +1,10 @@
 import ArgumentParser
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 import McuMgrCore
 import McuMgrDiscovery
@@ -127,7 +131,7 @@ struct DFUCommand: AsyncParsableCommand {
             do {
                 resourceData[parts[0]] = try Data(contentsOf: url)
             } catch {
-                throw McuMgrError(.file, "cannot read \(parts[1]): \(error.localizedDescription)")
+                throw McuMgrError(.file, "cannot read \(parts[1]): \(describeFileError(error))")
             }
         }
         let configuration = FirmwareUpgradeConfiguration(
@@ -213,7 +217,7 @@ struct DFUCommand: AsyncParsableCommand {
     }
 
     static func parseMode(_ text: String) throws -> FirmwareUpgradeMode {
-        switch text.lowercased().replacingOccurrences(of: "_", with: "-") {
+        switch text.lowercased().replacing("_", with: "-") {
         case "confirm-only", "confirmonly", "confirm": return .confirmOnly
         case "test-and-confirm", "testandconfirm": return .testAndConfirm
         case "test-only", "testonly", "test": return .testOnly
@@ -231,7 +235,7 @@ struct DFUCommand: AsyncParsableCommand {
     ]
 
     static func parseBootloaderMode(_ text: String) throws -> BootloaderModeKind {
-        let key = text.lowercased().replacingOccurrences(of: "_", with: "-")
+        let key = text.lowercased().replacing("_", with: "-")
         if let number = Int(key), (-1...255).contains(number) { return BootloaderModeKind(rawValue: number) }
         let aliases = ["swap-using-scratch": "swap-scratch", "overwrite-only": "overwrite", "swap-using-move": "swap-move",
                        "swap-using-offset": "swap-offset", "directxip": "direct-xip", "directxip-revert": "direct-xip-revert",

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuManager
 import McuMgrCore
@@ -103,7 +107,7 @@ struct DevicesCommand: AsyncParsableCommand {
             Terminal.print("\(other.kind):")
             for device in other.devices {
                 Terminal.print("\(device.uri)  \(device.name)")
-                for detail in device.details { Terminal.print("  \(detail.key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(detail.value)") }
+                for detail in device.details { Terminal.print("  \(padded(detail.key, to: 10)) \(detail.value)") }
             }
         }
         if probe, !devices.isEmpty {
@@ -135,7 +139,7 @@ struct DevicesCommand: AsyncParsableCommand {
                             .init(key: "device", value: Self.json(event.device, probe: nil)),
                         ])))
             } else {
-                Terminal.print("\(event.kind.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(event.device.summary)")
+                Terminal.print("\(padded(event.kind.rawValue, to: 8)) \(event.device.summary)")
             }
         }
     }
@@ -146,7 +150,7 @@ struct DevicesCommand: AsyncParsableCommand {
         var lines = ["\(device.path): \(device.board?.name ?? device.usb?.displayName ?? device.name)"]
         func add(_ key: String, _ value: String?) {
             guard let value, !value.isEmpty else { return }
-            lines.append("  " + key.padding(toLength: 10, withPad: " ", startingAt: 0) + " " + value)
+            lines.append("  " + padded(key, to: 10) + " " + value)
         }
         if let usb = device.usb {
             var text = "\(hex(usb.vendorID)):\(hex(usb.productID))"

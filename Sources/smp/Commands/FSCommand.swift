@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 import McuMgrCore
 
@@ -12,7 +16,7 @@ struct FSCommand: AsyncParsableCommand {
         let seconds = result.duration.seconds
         let rate = seconds > 0 ? Double(result.bytes) / seconds : 0
         let resumed = result.resumedFrom > 0 ? ", resumed at byte \(result.resumedFrom) (the device had the start)" : ""
-        return "\(verb) \(Terminal.bytes(Double(result.bytes))) in " + String(format: "%.2f s", seconds)
+        return "\(verb) \(Terminal.bytes(Double(result.bytes))) in " + String(cFormat: "%.2f s", seconds)
             + " (\(Terminal.bytes(rate))/s)\(resumed), \(result.verification)"
     }
 
@@ -96,9 +100,8 @@ struct FSCommand: AsyncParsableCommand {
 
         func run(context: CommandContext) async throws {
             var destination = URL(fileURLWithPath: local)
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: local, isDirectory: &isDirectory), isDirectory.boolValue {
-                destination.appendPathComponent((remote as NSString).lastPathComponent)
+            if LocalFiles.isDirectory(local) == true {
+                destination.appendPathComponent(lastPathComponent(of: remote))
             }
             let bar = context.progressBar("download")
             let result = try await FileSystemManager(client: context.client).download(

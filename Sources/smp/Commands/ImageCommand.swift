@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 import McuMgrCore
 
@@ -120,7 +127,7 @@ struct ImageCommand: AsyncParsableCommand {
             ) {
                 let rate = seconds > 0 ? Double(result.totalBytes) / seconds : 0
                 var text = "uploaded \(Terminal.bytes(Double(result.totalBytes))) to image \(image) in "
-                text += String(format: "%.2f s", seconds) + " (\(Terminal.bytes(rate))/s)"
+                text += String(cFormat: "%.2f s", seconds) + " (\(Terminal.bytes(rate))/s)"
                 if result.resumedFrom > 0 { text += ", resumed at offset \(result.resumedFrom)" }
                 return text
             }
@@ -206,14 +213,20 @@ struct ImageCommand: AsyncParsableCommand {
 /// Checks on local files named on the command line.
 enum LocalFiles {
     static func readable(_ path: String) throws -> URL {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard let isDirectory = isDirectory(path) else {
             throw McuMgrError(.file, "no such file: \(path)")
         }
-        guard !isDirectory.boolValue else { throw McuMgrError(.file, "\(path) is a directory; give a file") }
+        guard !isDirectory else { throw McuMgrError(.file, "\(path) is a directory; give a file") }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw McuMgrError(.file, "cannot read \(path): permission denied")
         }
         return URL(fileURLWithPath: path)
+    }
+
+    /// Whether `path` (symbolic links followed) is a directory; nil when nothing is there.
+    static func isDirectory(_ path: String) -> Bool? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return status.st_mode & S_IFMT == S_IFDIR
     }
 }

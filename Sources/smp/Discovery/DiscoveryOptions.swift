@@ -1,4 +1,9 @@
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import McuManager
 import McuMgrDiscovery
@@ -36,7 +41,7 @@ enum DiscoveryOptions {
 
 /// The selection a filter made, shared between the resolver and the commands that follow the board.
 final class ResolvedSelection: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value: SerialDeviceSelection?
 
     func set(_ selection: SerialDeviceSelection) {

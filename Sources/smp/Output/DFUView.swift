@@ -1,4 +1,9 @@
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import McuManager
 import McuMgrCore
 
@@ -8,7 +13,7 @@ final class DFUView: @unchecked Sendable {
     let json: Bool
     let verbose: Bool
     private let tty = Terminal.stdoutIsTTY
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private let start = Date()
     private var bar: ProgressBar?
     private var barImage: (Int, String)?
@@ -147,7 +152,7 @@ final class DFUView: @unchecked Sendable {
         for image in resumed { parts.append("image \(image.image) resumed at offset \(image.resumedFrom)") }
         parts.append(s.serialRecovery ? "MCUboot serial recovery (slot 0)" : "bootloader \(s.bootloaderMode)")
         if s.didReset { parts.append("reset") }
-        parts.append(String(format: "%.1f s", result.duration.seconds))
+        parts.append(String(cFormat: "%.1f s", result.duration.seconds))
         if result.bytesSent > 0, result.uploadDuration.seconds > 0 {
             parts.append("\(Terminal.bytes(Double(result.bytesSent)/result.uploadDuration.seconds))/s upload")
         }

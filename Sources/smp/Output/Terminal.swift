@@ -1,9 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import Logging
 import McuManager
+import NIOConcurrencyHelpers
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Logging
 
 /// Writing to the terminal: plain lines, errors, and a progress bar when stdout is a TTY.
 enum Terminal {
@@ -11,16 +16,16 @@ enum Terminal {
     static let stderrIsTTY = isatty(STDERR_FILENO) == 1
 
     static func print(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        writeUnbuffered(text + "\n", to: STDOUT_FILENO)
     }
 
     /// Writes `text` to stdout as it is, without a line break.
     static func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        writeUnbuffered(text, to: STDOUT_FILENO)
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        writeUnbuffered(text + "\n", to: STDERR_FILENO)
     }
 
     /// Whether `--json` is on the command line (before any `--`): then stdout holds JSON alone and
@@ -47,14 +52,19 @@ enum Terminal {
             value /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(Int(value)) B" : String(format: "%.1f", value) + " " + units[unit]
+        return unit == 0 ? "\(Int(value)) B" : String(cFormat: "%.1f", value) + " " + units[unit]
     }
 
     static func duration(_ seconds: Double) -> String {
         guard seconds.isFinite, seconds >= 0 else { return "--:--" }
         let s = Int(seconds.rounded())
-        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%02d:%02d", s / 60, s % 60)
+        return s >= 3600 ? String(cFormat: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(cFormat: "%02d:%02d", s / 60, s % 60)
     }
+}
+
+/// `text` cut or padded with spaces to `width` characters, for columns.
+func padded(_ text: String, to width: Int) -> String {
+    text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
 }
 
 /// A one-line progress bar with rate and ETA, redrawn at most 10 times a second. Silent unless stdout
@@ -63,7 +73,7 @@ enum Terminal {
 final class ProgressBar: @unchecked Sendable {
     private let label: String
     private let enabled: Bool
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var lastDraw = Date.distantPast
     private let clock = ContinuousClock()
     private let start = ContinuousClock.now
@@ -89,11 +99,11 @@ final class ProgressBar: @unchecked Sendable {
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         let eta = bytesPerSecond.map { $0 > 0 ? Double(total - done) / $0 : .infinity } ?? .infinity
-        let percent = String(format: "%3d%%", Int(fraction * 100))
+        let percent = String(cFormat: "%3d%%", Int(fraction * 100))
         let line =
             "\r\(label) \(bar) \(percent) \(Terminal.bytes(Double(done)))/\(Terminal.bytes(Double(total))) "
             + "\(bytesPerSecond.map { Terminal.bytes($0) } ?? "--")/s ETA \(Terminal.duration(eta)) "
-        FileHandle.standardOutput.write(Data(line.utf8))
+        writeUnbuffered(line, to: STDOUT_FILENO)
         drawn = true
     }
 
@@ -102,7 +112,7 @@ final class ProgressBar: @unchecked Sendable {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
-        if drawn { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        if drawn { writeUnbuffered("\n", to: STDOUT_FILENO) }
         drawn = false
     }
 }
