@@ -27,8 +27,11 @@ public struct FaultProfile: Sendable, Hashable, CustomStringConvertible {
     /// Serial: a console line the host sends never reaches the device's receive buffers.
     public var lineLoss: Double = 0
     /// The device resets (power cycle, no answer) each time it has received this many more bytes of upload
-    /// requests (image, file system, SUIT uploads).
+    /// requests (image, file system, SUIT uploads), up to `resetCount` times.
     public var resetEveryUploadBytes: Int?
+    /// How many resets `resetEveryUploadBytes` makes (a device that resets forever before an upload can
+    /// finish only tests patience).
+    public var resetCount: Int = 1
     /// The device resets while erasing the slot for the first chunk of this many image uploads.
     public var resetsInErase: Int = 0
     /// After answering this many requests the device stops answering (until smp-sim restarts).
@@ -50,7 +53,8 @@ public struct FaultProfile: Sendable, Hashable, CustomStringConvertible {
         ("corrupt=P", "serial: each byte (both directions) has a bit flipped"),
         ("noise=P", "serial: a console log line before a line the device writes (between or inside frames)"),
         ("drop-lines=P", "serial: a line the host sends is lost"),
-        ("reset-after=BYTES", "the device resets each time it received BYTES more bytes of upload requests"),
+        ("reset-after=BYTES", "the device resets once it received BYTES bytes of upload requests, and again after each BYTES more, up to `resets` times"),
+        ("resets=N", "how many resets reset-after makes (default 1)"),
         ("reset-in-erase=N", "the device resets while erasing for the first chunk of the first N image uploads"),
         ("silent-after=N", "the device stops answering after N answered requests"),
         ("seed=N", "seed of every random decision (default 1): the same seed replays the same faults"),
@@ -100,6 +104,7 @@ public struct FaultProfile: Sendable, Hashable, CustomStringConvertible {
             case "noise": noise = try probability()
             case "drop-lines": lineLoss = try probability()
             case "reset-after": resetEveryUploadBytes = try count(1...Int(Int32.max))
+            case "resets": resetCount = try count(0...1_000_000)
             case "reset-in-erase": resetsInErase = try count(0...1000)
             case "silent-after": silentAfterRequests = try count(0...Int(Int32.max))
             case "seed":
@@ -138,6 +143,7 @@ public struct FaultProfile: Sendable, Hashable, CustomStringConvertible {
         add("noise", noise)
         add("drop-lines", lineLoss)
         if let n = resetEveryUploadBytes { parts.append("reset-after=\(n)") }
+        if resetCount != 1 { parts.append("resets=\(resetCount)") }
         if resetsInErase > 0 { parts.append("reset-in-erase=\(resetsInErase)") }
         if let n = silentAfterRequests { parts.append("silent-after=\(n)") }
         parts.append("seed=\(seed)")
@@ -177,6 +183,7 @@ public struct FaultPlan: Sendable {
     public let profile: FaultProfile
     private var random: SplitMix64
     private var uploadBytes = 0
+    private var uploadResets = 0
     private var imageUploadStarts = 0
     private var answered = 0
     /// Bytes still to pass before the next corrupted one.
@@ -205,10 +212,13 @@ public struct FaultPlan: Sendable {
                 imageUploadStarts += 1
                 if imageUploadStarts <= profile.resetsInErase { return .reset }
             }
-            if upload, let every = profile.resetEveryUploadBytes {
+            if upload, let every = profile.resetEveryUploadBytes, uploadResets < profile.resetCount {
                 let before = uploadBytes / every
                 uploadBytes += packet.count
-                if uploadBytes / every > before { return .reset }
+                if uploadBytes / every > before {
+                    uploadResets += 1
+                    return .reset
+                }
             }
         }
         answered += 1

@@ -23,12 +23,12 @@ struct FaultPlanTests {
     @Test("parses every key; the description round-trips; bad values say what to write")
     func parsing() throws {
         let profile = try FaultProfile(
-            parsing: "loss=0.1,dup=0.02,reorder=0.02,delay=5,jitter=10ms,corrupt=1e-4,noise=0.05,drop-lines=0.01,reset-after=100000,reset-in-erase=1,silent-after=50,seed=7")
+            parsing: "loss=0.1,dup=0.02,reorder=0.02,delay=5,jitter=10ms,corrupt=1e-4,noise=0.05,drop-lines=0.01,reset-after=100000,resets=3,reset-in-erase=1,silent-after=50,seed=7")
         #expect(profile.requestLoss == 0.1 && profile.responseLoss == 0.1)
         #expect(profile.duplication == 0.02 && profile.reordering == 0.02)
         #expect(profile.delay == .milliseconds(5) && profile.jitter == .milliseconds(10))
         #expect(profile.corruption == 1e-4 && profile.noise == 0.05 && profile.lineLoss == 0.01)
-        #expect(profile.resetEveryUploadBytes == 100_000 && profile.resetsInErase == 1)
+        #expect(profile.resetEveryUploadBytes == 100_000 && profile.resetCount == 3 && profile.resetsInErase == 1)
         #expect(profile.silentAfterRequests == 50 && profile.seed == 7)
         #expect(try FaultProfile(parsing: profile.description) == profile)
         #expect(try FaultProfile(parsing: "loss-in=0.3").responseLoss == 0)
@@ -105,14 +105,14 @@ struct FaultPlanTests {
         #expect(none.corrupt(&bytes) == 0 && bytes.allSatisfy { $0 == 7 })
     }
 
-    @Test("a reset after every N upload bytes; not for other requests")
+    @Test("a reset after every N upload bytes, `resets` times; not for other requests")
     func resetAfterBytes() throws {
-        var plan = FaultPlan(try FaultProfile(parsing: "reset-after=1000"))
+        var plan = FaultPlan(try FaultProfile(parsing: "reset-after=1000,resets=3"))
         let echo = Self.request(group: 0, command: 0, body: [0xA1, 0x61, 0x64, 0x62, 0x68, 0x69] + [UInt8](repeating: 0, count: 600))
         for _ in 0..<10 { #expect(plan.request(echo) == .deliver) }
         let chunk = Self.imageChunk(off: 1, size: 300)
-        let fates = (0..<10).map { _ in plan.request(chunk) }
-        // 322 bytes a chunk: the 4th, 7th and 10th cross 1000, 2000, 3000.
+        let fates = (0..<20).map { _ in plan.request(chunk) }
+        // 322 bytes a chunk: the 4th, 7th and 10th cross 1000, 2000, 3000; then no more resets.
         #expect(fates.enumerated().filter { $0.element == .reset }.map(\.offset) == [3, 6, 9], "\(fates)")
     }
 
