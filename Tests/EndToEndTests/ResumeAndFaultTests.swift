@@ -123,13 +123,15 @@ import Glibc
     func inProcessFaults() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let payload = randomBytes(6000)
+        let payload = randomBytes(40_000)
         let local = directory.path("up.bin")
         try payload.write(to: URL(fileURLWithPath: local))
         let run = try await runSMP(
-            ["--json", "--device", "sim:?faults=loss=0.1,dup=0.05,reorder=0.05,seed=9", "fs", "upload", local, "/lfs1/f.bin"],
+            ["-v", "--json", "--device", "sim:?fs_blocks=0&faults=loss=0.2,dup=0.05,reorder=0.05,seed=9", "fs", "upload", local, "/lfs1/f.bin"],
             timeout: 120)
         expectSuccess(run)
         #expect(try TransferEndToEndTests.json(run.stdout)["verified"] as? String == "sha256", "\(run)")
+        // The faults happened: requests were resent.
+        #expect(run.stderr.contains("resend seq") || run.stderr.contains("sent again at once"), "\(run.stderr.suffix(2000))")
     }
 }
