@@ -191,8 +191,18 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 if try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { break }
                 if machine.inFlightCount == 0 { continue }  // paused with nothing in flight
                 guard let (chunk, submission, result) = await pendingAnswers.next() else { throw CancellationError() }
-                // An answer to a request abandoned or replaced since: nothing waits for it.
-                guard handles[chunk]?.submission == submission else { continue }
+                guard handles[chunk]?.submission == submission else {
+                    // An answer to a request abandoned or replaced since: nothing waits for it, unless the
+                    // device reports a failure in it (a chunk sent again must not hide a failed write).
+                    if case .success(let packet) = result {
+                        do {
+                            _ = try target.deviceOffset(from: packet)
+                        } catch let error as McuMgrError where error.kind == .device && error.returnCode != .busy {
+                            throw error
+                        } catch {}
+                    }
+                    continue
+                }
                 handles[chunk] = nil
                 let actions: [SMPUploadMachine.Action]
                 switch result {
