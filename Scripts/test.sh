@@ -52,6 +52,11 @@ else
     swift test --skip-build --filter "$real" 2>&1 | tee -a "$log"
     real_status=${PIPESTATUS[0]}
     ((test_status == 0)) && test_status=$real_status
+    step "soak (short): smp against smp-sim --faults over serial and UDP"
+    # At most 150 s: every fault profile, a few transfers of each kind; fails on a hang or a lost byte.
+    python3 Scripts/soak.py --quick --bin .build/debug 2>&1 | tee -a "$log"
+    soak_status=${PIPESTATUS[0]}
+    ((test_status == 0)) && test_status=$soak_status
     # A separate package that depends on this one by path builds the README examples and runs one.
     step "consumer package (Scripts/consumer-test.sh)"
     bash Scripts/consumer-test.sh

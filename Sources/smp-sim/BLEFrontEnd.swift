@@ -20,14 +20,34 @@ final class BLEFrontEnd: Sendable {
     let peripheral: SMPGattPeripheral
     private let observer = LockedObserverToken()
 
-    init(device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, latency: Duration) {
+    /// - Parameter faults: request and answer loss, duplication, resets and silence apply here; delay,
+    ///   jitter and reordering need the peripheral's own timing and are not applied over BLE, nor the
+    ///   serial-only faults.
+    init(
+        device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, latency: Duration,
+        faults: FaultProfile = FaultProfile()
+    ) {
         self.device = device
+        let plan = faults.isEmpty ? nil : LockedFaultPlan(FaultPlan(faults))
         self.peripheral = SMPGattPeripheral(
             configuration: .init(
                 adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency)
         ) { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
-            return device.responses(to: request, now: BLEFrontEnd.monotonicNow())
+            guard let plan else { return device.responses(to: request, now: BLEFrontEnd.monotonicNow()) }
+            switch plan.request(request) {
+            case .deliver: break
+            case .lose, .silence: return []
+            case .reset:
+                device.powerCycle()
+                return []
+            }
+            return device.responses(to: request, now: BLEFrontEnd.monotonicNow()).flatMap { response in
+                switch plan.answer() {
+                case .send(let copies, _): Array(repeating: response, count: copies)
+                case .holdForNext: [response]
+                }
+            }
         }
     }
 
@@ -71,4 +91,13 @@ final class LockedObserverToken: @unchecked Sendable {
     private var token: Int?
     func set(_ value: Int) { lock.withLock { token = value } }
     func take() -> Int? { lock.withLock { defer { token = nil }; return token } }
+}
+
+/// A fault plan shared by the peripheral's request handler calls.
+final class LockedFaultPlan: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var plan: FaultPlan
+    init(_ plan: FaultPlan) { self.plan = plan }
+    func request(_ packet: [UInt8]) -> FaultPlan.RequestFate { lock.withLock { plan.request(packet) } }
+    func answer() -> FaultPlan.AnswerFate { lock.withLock { plan.answer() } }
 }

@@ -34,6 +34,12 @@ struct SMPSim: AsyncParsableCommand {
               smp-sim --ble hci1 --ble-mtu 247               # a BLE peripheral through BlueZ; then: smp --device ble:ADDRESS ...
               smp-sim --like native_sim_udp --udp 127.0.0.1:1337   # answers as ../shared/firmware's native_sim_udp.exe
               smp-sim --pty-link /tmp/tty --rx-lines 0 --buf-size 2048   # no line-buffer limits: speed tests
+              smp-sim --udp 127.0.0.1:1337 --faults loss=0.1,dup=0.02,reorder=0.02,seed=7   # a lossy link that replays
+              smp-sim --pty-link /tmp/tty --faults corrupt=1e-4,noise=0.05,reset-after=200000
+
+            Faults (--faults KEY=VALUE,...; seeded: the same seed and traffic replay the same faults; every
+            front end applies them, serial-only ones only on the pty):
+            \(FaultProfile.keys.map { "  \($0.0.padding(toLength: 20, withPad: " ", startingAt: 0)) \($0.1)" }.joined(separator: "\n"))
 
             Defaults are Zephyr's smp_svr defaults, as the shared native_sim_serial build reports them: 4 SMP
             buffers of 384 bytes (os params), 2 serial receive lines of 128 bytes (a console line longer than
@@ -130,6 +136,12 @@ struct SMPSim: AsyncParsableCommand {
     @Flag(help: "The BLE peripheral offers no AcquireWrite/AcquireNotify: writes and notifications go over D-Bus.")
     var bleNoAcquire = false
 
+    @Option(help: ArgumentHelp("Inject seeded link faults on every front end, e.g. loss=0.1,dup=0.02,reorder=0.02,corrupt=1e-4,noise=0.05,seed=7 (keys below).", valueName: "faults"))
+    var faults: String?
+
+    @Flag(help: "Let --udp bind addresses other than loopback (127.0.0.0/8, ::1): the simulator answers anyone who can reach it.")
+    var allowRemote = false
+
     func validate() throws {
         if ptyLink == nil, !pty, udp.isEmpty, ble == nil {
             throw ValidationError("give at least one front end: --pty, --pty-link PATH, --udp HOST:PORT or --ble ADAPTER")
@@ -158,8 +170,24 @@ struct SMPSim: AsyncParsableCommand {
         }
         guard swapTime >= 0, swapTime <= 3600 else { throw ValidationError("--swap-time must be 0...3600 seconds") }
         if resetVanish && ptyLink == nil && !pty { throw ValidationError("--reset-vanish needs --pty or --pty-link") }
-        for endpoint in udp { _ = try Self.hostPort(endpoint) }
+        for endpoint in udp {
+            let (host, _) = try Self.hostPort(endpoint)
+            if !allowRemote, !Self.isLoopback(host) {
+                throw ValidationError(
+                    "--udp \(endpoint) is not a loopback address: smp-sim would answer (and let anyone upgrade or erase) from the network; use 127.0.0.1 or [::1], or add --allow-remote")
+            }
+        }
+        if let faults {
+            do { _ = try FaultProfile(parsing: faults) } catch { throw ValidationError("--faults: \(error)") }
+        }
         if let slotSize, !(4096...(256 << 20)).contains(slotSize) { throw ValidationError("--slot-size must be 4096...268435456 bytes") }
+    }
+
+    /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     static func hostPort(_ text: String) throws -> (String, Int) {
@@ -186,6 +214,7 @@ struct SMPSim: AsyncParsableCommand {
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
         if let slotSize { configuration.imageSlotSize = slotSize }
         let device = SimulatedDevice(configuration: configuration)
+        let faultProfile = try faults.map { try FaultProfile(parsing: $0) } ?? FaultProfile()
 
         var stops: [@Sendable () async -> Void] = []
         if pty || ptyLink != nil {
@@ -200,7 +229,7 @@ struct SMPSim: AsyncParsableCommand {
                     receiveLineSize: lineSize, receiveLineCount: lineCount == 0 ? nil : lineCount,
                     onDrop: { message in
                         writeUnbuffered("<wrn> uart_mcumgr: \(message)\n", to: STDERR_FILENO)
-                    }))
+                    }, faults: faultProfile))
             let path = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(
@@ -212,7 +241,7 @@ struct SMPSim: AsyncParsableCommand {
             let (host, port) = try Self.hostPort(endpoint)
             let frontEnd = UDPFrontEnd(
                 device: device, host: host, port: port, latency: .milliseconds(latency),
-                emulatesBuffers: udpQueue == "zephyr")
+                emulatesBuffers: udpQueue == "zephyr", faults: faultProfile)
             let address = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             let shown = address.protocol == .inet6 ? "[\(address.ipAddress ?? host)]" : (address.ipAddress ?? host)
@@ -221,11 +250,12 @@ struct SMPSim: AsyncParsableCommand {
         if let ble {
             let frontEnd = BLEFrontEnd(
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
-                latency: .milliseconds(latency))
+                latency: .milliseconds(latency), faults: faultProfile)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(line)
         }
+        if !faultProfile.isEmpty { print("faults \(faultProfile)") }
         fflush(nil)
         await Signals.wait(for: [SIGINT, SIGTERM])
         for stop in stops { await stop() }

@@ -114,9 +114,18 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
 
         // Chunks are submitted one after the other (so they go out in offset order) and their answers
         // come back through one stream, handled here in arrival order: no task per chunk.
-        let (answers, sink) = AsyncStream.makeStream(of: (SMPUploadPlanner.Chunk, Result<SMPPacket, McuMgrError>).self)
+        // Each submission has a number: answers to a request that was abandoned or replaced (fast
+        // retransmit) are recognised by it and ignored.
+        let (answers, sink) = AsyncStream.makeStream(
+            of: (SMPUploadPlanner.Chunk, Int, Result<SMPPacket, McuMgrError>).self)
         var pendingAnswers = answers.makeAsyncIterator()
-        var handles: [SMPUploadPlanner.Chunk: McuMgrRequestHandle] = [:]
+        var handles: [SMPUploadPlanner.Chunk: (handle: McuMgrRequestHandle, submission: Int)] = [:]
+        var submissions = 0
+
+        func abandon(_ chunk: SMPUploadPlanner.Chunk) async {
+            guard let entry = handles.removeValue(forKey: chunk) else { return }
+            await client.cancel(entry.handle)
+        }
 
         func submit(_ chunk: SMPUploadPlanner.Chunk) async throws {
             let data = try source.read(offset: chunk.offset, length: chunk.length)
@@ -125,11 +134,14 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
             // may erase a slot for seconds: not resent within `firstChunkResendFloor` (a late copy is
             // harmless: the device answers it with its offset, or rewrites the same first bytes).
             let first = chunk.offset == 0
-            handles[chunk] = try await client.submit(
+            submissions += 1
+            let submission = submissions
+            let handle = try await client.submit(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
                 payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
                 resendFloor: first ? min(Self.firstChunkResendFloor, configuration.firstChunkTimeout / 4) : nil, name: name
-            ) { result in sink.yield((chunk, result)) }
+            ) { result in sink.yield((chunk, submission, result)) }
+            handles[chunk] = (handle, submission)
         }
 
         /// Runs the machine's actions; true once it says the upload is finished.
@@ -141,6 +153,12 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     try await submit(chunk)
                 case .sendAgain(let chunk, let delay):
                     try await Task.sleep(for: delay)
+                    try await submit(chunk)
+                case .abandon(let chunk):
+                    await abandon(chunk)
+                case .resendNow(let chunk):
+                    client.logger.debug("upload: offset \(chunk.offset) sent again at once: a later chunk's answer shows the device still waits for it")
+                    await abandon(chunk)
                     try await submit(chunk)
                 case .progress(let confirmed):
                     rate.record(bytes: confirmed, at: clock.now - firstChunkTime)
@@ -180,7 +198,19 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 }
                 if try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { break }
                 if machine.inFlightCount == 0 { continue }  // paused with nothing in flight
-                guard let (chunk, result) = await pendingAnswers.next() else { throw CancellationError() }
+                guard let (chunk, submission, result) = await pendingAnswers.next() else { throw CancellationError() }
+                guard handles[chunk]?.submission == submission else {
+                    // An answer to a request abandoned or replaced since: nothing waits for it, unless the
+                    // device reports a failure in it (a chunk sent again must not hide a failed write).
+                    if case .success(let packet) = result {
+                        do {
+                            _ = try target.deviceOffset(from: packet)
+                        } catch let error as McuMgrError where error.kind == .device && error.returnCode != .busy {
+                            throw error
+                        } catch {}
+                    }
+                    continue
+                }
                 handles[chunk] = nil
                 let actions: [SMPUploadMachine.Action]
                 switch result {
@@ -205,7 +235,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         } catch {
             // Abandon what is still in flight.
             sink.finish()
-            for handle in handles.values { await client.cancel(handle) }
+            for entry in handles.values { await client.cancel(entry.handle) }
             throw error
         }
         sink.finish()

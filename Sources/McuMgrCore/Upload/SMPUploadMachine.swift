@@ -67,6 +67,12 @@ public struct SMPUploadMachine: Sendable {
         case send(Chunk)
         /// Send the chunk's request again after a pause (the device was busy).
         case sendAgain(Chunk, after: Duration)
+        /// Stop waiting for this chunk's answer: a later chunk's answer shows the device holds it.
+        case abandon(Chunk)
+        /// Send this chunk again now, as a new request (the old one is abandoned): a later chunk's answer
+        /// shows the device still waits for it, so the request was lost (fast retransmit, without waiting
+        /// for the round-trip timeout).
+        case resendNow(Chunk)
         /// The device confirmed this many bytes.
         case progress(confirmed: Int)
         /// The device already held this many bytes of this upload (same image or file): it continues there.
@@ -125,6 +131,8 @@ public struct SMPUploadMachine: Sendable {
     public private(set) var window: CongestionWindow
     private var firstChunkPending = false
     private var busyCounts: [Chunk: Int] = [:]
+    /// Chunks sent again at once after a later answer showed them lost; not again until answered.
+    private var fastResent: Set<Chunk> = []
     public private(set) var resumedFrom: Int?
     public private(set) var chunksSent = 0
     public private(set) var largestChunk = 0
@@ -176,6 +184,7 @@ public struct SMPUploadMachine: Sendable {
     public mutating func answered(_ chunk: Chunk, deviceOffset: Int, linkResent: Bool = false, now: SMPInstant = .zero) -> [Action] {
         guard !failed else { return [] }
         busyCounts[chunk] = nil
+        fastResent.remove(chunk)
         var actions: [Action] = []
         if chunk.offset == 0 { firstChunkPending = false }
         if chunk.offset == 0, resumedFrom == nil {
@@ -186,14 +195,35 @@ public struct SMPUploadMachine: Sendable {
         }
         consecutiveLosses = 0
         let before = planner.confirmedOffset
-        if case .invalidOffset(let bad) = planner.acknowledge(chunk, deviceOffset: deviceOffset) {
+        var fastResend: Chunk?
+        switch planner.acknowledge(chunk, deviceOffset: deviceOffset) {
+        case .invalidOffset(let bad):
             failed = true
             return actions + [.fail(.offsetOutside(bad, total: total))]
+        case .accepted:
+            // Earlier chunks whose answers were lost: the device holds them.
+            for covered in planner.settleCovered() {
+                busyCounts[covered] = nil
+                fastResent.remove(covered)
+                actions.append(.abandon(covered))
+            }
+        case .resynchronising(let offset):
+            // A later chunk found the device still waiting for an earlier one that is in flight: that
+            // request was lost (or is late). Send it again now rather than after the timeout; a late copy
+            // is harmless (the device answers it with its offset).
+            if chunk.offset > offset, let lost = planner.inFlight.first(where: { $0.offset == offset }),
+                !fastResent.contains(lost)
+            {
+                fastResent.insert(lost)
+                fastResend = lost
+                actions.append(.resendNow(lost))
+            }
         }
         if deviceOffset < before { actions.append(.wentBack(from: before, to: deviceOffset)) }
         if planner.confirmedOffset > before { lastProgress = now }
-        // The window grows only on answers that moved the upload on.
-        if linkResent ? window.lost() : planner.confirmedOffset > before && window.acknowledged() {
+        // The window grows only on answers that moved the upload on. A request lost on the way (fast
+        // resend) does not shrink it: the device answered the chunks behind it, so its buffers keep up.
+        if linkResent ? window.lost() : fastResend == nil && planner.confirmedOffset > before && window.acknowledged() {
             actions.append(.window(window))
         }
         return actions + afterAnswer(progressFrom: before)

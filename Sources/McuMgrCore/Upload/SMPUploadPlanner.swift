@@ -83,6 +83,15 @@ public struct SMPUploadPlanner: Sendable, Hashable {
         return .resynchronising(deviceOffset: deviceOffset)
     }
 
+    /// The chunks still outstanding that the device's confirmed offset covers: their own answers were
+    /// lost, but a later chunk's answer shows the device holds them. They are no longer waited for.
+    public mutating func settleCovered() -> [Chunk] {
+        guard resyncOffset == nil else { return [] }
+        let covered = outstanding.filter { $0.end <= confirmedOffset }
+        outstanding.removeAll { $0.end <= confirmedOffset }
+        return covered
+    }
+
     /// A chunk got no usable answer (timeout after the session's resends): continue from the last
     /// confirmed offset once the others drain.
     public mutating func chunkLost(_ chunk: Chunk) {

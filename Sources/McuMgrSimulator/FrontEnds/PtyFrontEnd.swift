@@ -37,6 +37,9 @@ public final class PtyFrontEnd: Sendable {
         public var tick: Duration
         /// Called with the device's log line when a console line is dropped.
         public var onDrop: (@Sendable (String) -> Void)?
+        /// Link faults to inject: frame loss both ways, duplication, reordering, delay, byte corruption
+        /// both ways, console noise, lost lines, resets, silence.
+        public var faults: FaultProfile = FaultProfile()
 
         /// Zephyr's defaults: `CONFIG_UART_MCUMGR_RX_BUF_SIZE` 128, `CONFIG_UART_MCUMGR_RX_BUF_COUNT` 2.
         public static let zephyrReceiveLineSize = 128
@@ -46,8 +49,10 @@ public final class PtyFrontEnd: Sendable {
             rawFraming: Bool = false, lineLength: Int = 127, baudRate: Int? = nil, latency: Duration = .zero,
             linkPath: String? = nil, vanishOnReset: Bool = false,
             receiveLineSize: Int? = Self.zephyrReceiveLineSize, receiveLineCount: Int? = Self.zephyrReceiveLineCount,
-            tick: Duration = .milliseconds(10), onDrop: (@Sendable (String) -> Void)? = nil
+            tick: Duration = .milliseconds(10), onDrop: (@Sendable (String) -> Void)? = nil,
+            faults: FaultProfile = FaultProfile()
         ) {
+            self.faults = faults
             self.rawFraming = rawFraming
             self.lineLength = lineLength
             self.baudRate = baudRate
@@ -178,7 +183,8 @@ public final class PtyFrontEnd: Sendable {
         let handler = SimulatorLinkHandler(
             device: device, codec: codec,
             emulation: LinkEmulation(baudRate: configuration.baudRate, latency: configuration.latency),
-            lineBuffers: lineBuffers, onDrop: configuration.onDrop)
+            lineBuffers: lineBuffers, onDrop: configuration.onDrop,
+            faults: configuration.faults.isEmpty ? nil : FaultPlan(configuration.faults))
         let channel = try await NIOPipeBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -234,11 +240,19 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
     private let start = NIODeadline.now()
     /// The release time a task is scheduled for, if any.
     private var scheduledRelease: UInt64?
+    private var faults: FaultPlan?
+    /// Received bytes after the last newline, while lines are being dropped.
+    private var partialLine: [UInt8] = []
+    /// An answer held back by the reordering fault until the next one leaves.
+    private var held: ByteBuffer?
+    private var heldGeneration = 0
 
     init(
         device: SimulatedDevice, codec: any SMPFramingCodec, emulation: LinkEmulation,
-        lineBuffers: SerialLineBuffers? = nil, onDrop: (@Sendable (String) -> Void)? = nil
+        lineBuffers: SerialLineBuffers? = nil, onDrop: (@Sendable (String) -> Void)? = nil,
+        faults: FaultPlan? = nil
     ) {
+        self.faults = faults
         self.consoleFraming = codec is ConsoleSerialCodec
         self.device = device
         self.codec = codec
@@ -253,7 +267,12 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let bytes = Array(unwrapInboundIn(data).readableBytesView)
+        var bytes = Array(unwrapInboundIn(data).readableBytesView)
+        if faults != nil {
+            faults!.corrupt(&bytes)
+            if consoleFraming, faults!.profile.lineLoss > 0 { bytes = keptLines(bytes) }
+            if bytes.isEmpty { return }
+        }
         let now = NIODeadline.now()
         let arrival = emulation.arrival(of: bytes.count, now: now)
         if arrival <= now {
@@ -265,6 +284,20 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
                 handler.process(bytes, context: context)
             }
         }
+    }
+
+    /// The whole lines in `bytes` (with what was left of the last read) that the line-loss fault keeps.
+    private func keptLines(_ bytes: [UInt8]) -> [UInt8] {
+        partialLine += bytes
+        guard let last = partialLine.lastIndex(of: 0x0A) else { return [] }
+        var kept: [UInt8] = []
+        for line in partialLine[...last].split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
+        where faults!.keepLine() {
+            kept += line
+            kept.append(0x0A)
+        }
+        partialLine = Array(partialLine[(last + 1)...])
+        return kept
     }
 
     private func process(_ bytes: [UInt8], context: ChannelHandlerContext) {
@@ -315,10 +348,31 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             // - 3 (1021 of 1024 answered, 1022 dropped on the shared mps2_an385 MCUboot).
             let overhead = device.runMode == .serialRecovery ? 3 : 4
             if consoleFraming, request.count + overhead > device.currentBufferSize { continue }
+            if faults != nil {
+                switch faults!.request(request) {
+                case .deliver: break
+                case .lose, .silence: continue
+                case .reset:
+                    device.powerCycle()
+                    continue
+                }
+            }
             guard let response = device.handleUnlessRebooting(request) else { continue }
             var encoded = context.channel.allocator.buffer(capacity: response.count * 2)
-            for unit in codec.encode(response) { encoded.writeBytes(unit) }
-            let buffer = encoded
+            var fate = FaultPlan.AnswerFate.send(copies: 1, delay: .zero)
+            if faults != nil {
+                var bytes: [UInt8] = []
+                for unit in codec.encode(response) {
+                    if consoleFraming, let noise = faults!.noiseLine() { bytes += noise }
+                    bytes += unit
+                }
+                faults!.corrupt(&bytes)
+                encoded.writeBytes(bytes)
+                fate = faults!.answer()
+            } else {
+                for unit in codec.encode(response) { encoded.writeBytes(unit) }
+            }
+            var buffer = encoded
             let now = NIODeadline.now()
             var ready = now
             // With line buffers the answer leaves on the device's next tick (round trips of 10-20 ms;
@@ -326,19 +380,52 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             if let lineBuffers {
                 ready = start + .nanoseconds(Int64(clamping: lineBuffers.nextTick(after: elapsed(now))))
             }
-            let departure = emulation.departure(of: buffer.readableBytes, now: ready)
             answeredAt = ready
-            if departure <= now {
-                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-            } else {
-                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                context.eventLoop.scheduleTask(deadline: departure) {
-                    let (handler, context) = loopBound.value
-                    context.writeAndFlush(handler.wrapOutboundOut(buffer), promise: nil)
+            switch fate {
+            case .send(let copies, let delay):
+                if copies == 0 { continue }
+                if delay > .zero { ready = ready + .nanoseconds(Int64(clamping: delay.nanosecondsClamped)) }
+                let copy = buffer
+                for _ in 1..<copies { buffer.writeImmutableBuffer(copy) }
+                if let previous = held {
+                    held = nil
+                    heldGeneration += 1
+                    buffer.writeImmutableBuffer(previous)
                 }
+            case .holdForNext(let delay):
+                // Reordering: this answer leaves right behind the next one, or late on its own.
+                let late = ready + .nanoseconds(Int64(clamping: delay.nanosecondsClamped)) + .milliseconds(50)
+                if let previous = held { buffer.writeImmutableBuffer(previous) }
+                held = buffer
+                heldGeneration += 1
+                let generation = heldGeneration
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(deadline: late) {
+                    let (handler, context) = loopBound.value
+                    guard handler.heldGeneration == generation, let bytes = handler.held else { return }
+                    handler.held = nil
+                    handler.write(bytes, ready: NIODeadline.now(), context: context)
+                }
+                continue
             }
+            write(buffer, ready: ready, context: context)
         }
         return answeredAt
+    }
+
+    /// Writes an answer when the emulated wire has room for it after `ready`.
+    private func write(_ buffer: ByteBuffer, ready: NIODeadline, context: ChannelHandlerContext) {
+        let now = NIODeadline.now()
+        let departure = emulation.departure(of: buffer.readableBytes, now: ready)
+        if departure <= now {
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        } else {
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(deadline: departure) {
+                let (handler, context) = loopBound.value
+                context.writeAndFlush(handler.wrapOutboundOut(buffer), promise: nil)
+            }
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -7,7 +7,7 @@ public enum SimulatorURI {
     /// Options a `sim:` URI accepts.
     public static let options: Set<String> = [
         "buf_size", "buf_count", "v1", "indefinite", "images", "latency", "mode", "suit", "swap_time",
-        "no_downgrade", "fs_blocks",
+        "no_downgrade", "fs_blocks", "faults",
     ]
 
     /// One line per option, for help texts.
@@ -23,6 +23,7 @@ public enum SimulatorURI {
         ("swap_time=S", "seconds the device stays silent after a reset that swaps or installs"),
         ("no_downgrade", "bootloader info reports downgrade prevention"),
         ("fs_blocks=N", "4 KiB LittleFS blocks at /lfs1 (default 4: files up to 8188 bytes); 0 = unlimited"),
+        ("faults=K=V,...", "seeded link faults, e.g. faults=loss=0.1,dup=0.02,reorder=0.02,seed=7 (as smp-sim --faults)"),
     ]
 
     public static func configuration(for uri: McuMgrDeviceURI) throws -> SimulatorConfiguration {
@@ -66,6 +67,15 @@ public enum SimulatorURI {
     public static func transport(for uri: McuMgrDeviceURI) throws -> any McuMgrTransport {
         let device = SimulatedDevice(configuration: try configuration(for: uri))
         let latency = try uri.intOption("latency", in: 0...60000) ?? 0
-        return InMemorySimulatorTransport(device: device, options: .init(latency: .milliseconds(latency)))
+        var faults = FaultProfile()
+        if let text = uri.option("faults") {
+            do {
+                faults = try FaultProfile(parsing: text)
+            } catch {
+                throw McuMgrError(.usage, "option faults=\(text) in \(uri): \(error)")
+            }
+        }
+        return InMemorySimulatorTransport(
+            device: device, options: .init(latency: .milliseconds(latency), faults: faults))
     }
 }

@@ -15,14 +15,18 @@ public final class UDPFrontEnd: Sendable {
     /// until answered on the 10 ms tick; datagrams that find none are dropped); false answers every
     /// datagram at once.
     public let emulatesBuffers: Bool
+    /// Link faults to inject (datagram loss both ways, duplication, reordering, delay, resets, silence).
+    public let faults: FaultProfile
     private let group: any EventLoopGroup
     private let channel = NIOLockedValueBox<(any Channel)?>(nil)
 
     public init(
         device: SimulatedDevice, host: String = "127.0.0.1", port: Int = 1337, latency: Duration = .zero,
-        emulatesBuffers: Bool = false, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        emulatesBuffers: Bool = false, faults: FaultProfile = FaultProfile(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.emulatesBuffers = emulatesBuffers
+        self.faults = faults
         self.device = device
         self.host = host
         self.port = port
@@ -36,7 +40,7 @@ public final class UDPFrontEnd: Sendable {
     @discardableResult
     public func start() async throws -> SocketAddress {
         let handler = UDPSimulatorHandler(
-            device: device, latency: latency,
+            device: device, latency: latency, faults: faults.isEmpty ? nil : FaultPlan(faults, stream: UInt64(port)),
             receiveQueue: emulatesBuffers ? UDPReceiveQueue(bufferCount: device.configuration.bufferCount) : nil)
         let channel = try await DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -74,10 +78,15 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
     private var pending: [AddressedEnvelope<ByteBuffer>] = []
     private var pumpScheduled: UInt64?
     private let start = NIODeadline.now()
+    private var faults: FaultPlan?
+    /// An answer held back by the reordering fault until the next one leaves.
+    private var held: AddressedEnvelope<ByteBuffer>?
+    private var heldGeneration = 0
 
     /// - Parameter receiveQueue: Zephyr's buffer limits (see `UDPReceiveQueue`); nil answers every
     ///   datagram at once.
-    init(device: SimulatedDevice, latency: Duration, receiveQueue: UDPReceiveQueue? = nil) {
+    init(device: SimulatedDevice, latency: Duration, faults: FaultPlan? = nil, receiveQueue: UDPReceiveQueue? = nil) {
+        self.faults = faults
         self.device = device
         self.latency = latency
         self.queue = receiveQueue
@@ -92,6 +101,15 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
+        if faults != nil {
+            switch faults!.request(Array(envelope.data.readableBytesView)) {
+            case .deliver: break
+            case .lose, .silence: return
+            case .reset:
+                device.powerCycle()
+                return
+            }
+        }
         guard queue != nil else {
             answer(envelope, context: context)
             return
@@ -141,14 +159,48 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
         for response in device.responsesUnlessRebooting(bytes) {
             let out = AddressedEnvelope(
                 remoteAddress: envelope.remoteAddress, data: context.channel.allocator.buffer(bytes: response))
-            if latency == .zero {
-                context.writeAndFlush(wrapOutboundOut(out), promise: nil)
-            } else {
+            guard faults != nil else {
+                send([out], after: latency, context: context)
+                continue
+            }
+            switch faults!.answer() {
+            case .send(let copies, let delay):
+                send(Array(repeating: out, count: copies), after: latency + delay, context: context)
+            case .holdForNext(let delay):
+                // Reordering: this answer leaves right behind the next one, or late on its own.
+                if let previous = held { send([previous], after: latency + delay, context: context) }
+                held = out
+                heldGeneration += 1
+                let generation = heldGeneration
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: latency.nanosecondsClamped))) {
+                context.eventLoop.scheduleTask(in: .milliseconds(50) + .nanoseconds(Int64(clamping: (latency + delay).nanosecondsClamped))) {
                     let (handler, context) = loopBound.value
-                    context.writeAndFlush(handler.wrapOutboundOut(out), promise: nil)
+                    guard handler.heldGeneration == generation, let late = handler.held else { return }
+                    handler.held = nil
+                    context.writeAndFlush(handler.wrapOutboundOut(late), promise: nil)
                 }
+            }
+        }
+    }
+
+    /// Writes `envelopes` after `delay`; an answer held back for reordering follows them.
+    private func send(_ envelopes: [AddressedEnvelope<ByteBuffer>], after delay: Duration, context: ChannelHandlerContext) {
+        var envelopes = envelopes
+        if !envelopes.isEmpty, let previous = held {
+            held = nil
+            heldGeneration += 1
+            envelopes.append(previous)
+        }
+        guard !envelopes.isEmpty else { return }
+        if delay == .zero {
+            for out in envelopes { context.write(wrapOutboundOut(out), promise: nil) }
+            context.flush()
+        } else {
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay.nanosecondsClamped))) {
+                let (handler, context) = loopBound.value
+                for out in envelopes { context.write(handler.wrapOutboundOut(out), promise: nil) }
+                context.flush()
             }
         }
     }

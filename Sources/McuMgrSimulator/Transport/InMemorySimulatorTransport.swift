@@ -25,11 +25,15 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
         public var silent: Bool = false
         /// Drop requests while the device is rebooting after a reset.
         public var honorsReboot: Bool = true
+        /// Seeded link faults (request and answer loss, duplication, reordering, delay, resets, silence);
+        /// the serial-only ones (corruption, noise, lost lines) do not apply to this packet link.
+        public var faults: FaultProfile = FaultProfile()
 
         public init(
             latency: Duration = .zero, dropEveryNthResponse: Int? = nil, silent: Bool = false,
-            honorsReboot: Bool = true
+            honorsReboot: Bool = true, faults: FaultProfile = FaultProfile()
         ) {
+            self.faults = faults
             self.latency = latency
             self.dropEveryNthResponse = dropEveryNthResponse
             self.silent = silent
@@ -45,6 +49,10 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     private var _droppedResponses = 0
     private let queue = DispatchQueue(label: "McuMgrSimulator.InMemorySimulatorTransport")
     private let clock: @Sendable () -> SMPInstant
+    private var faultPlan: FaultPlan?
+    /// An answer held back by the reordering fault until the next one.
+    private var held: [UInt8]?
+    private var heldGeneration = 0
 
     /// - Parameter clock: the device's "now" for every request (uptime, RTC, reboot window); nil = the
     ///   host's monotonic clock. Tests pass a manual clock to step through a reboot deterministically.
@@ -54,6 +62,7 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     ) {
         self.device = device
         self._options = options
+        self.faultPlan = options.faults.isEmpty ? nil : FaultPlan(options.faults)
         self.clock = clock ?? { SystemClock.monotonicNow() }
     }
 
@@ -66,7 +75,7 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     /// responses are being dropped, retransmission after 4 × latency (at least 100 ms).
     public var sessionDefaults: SMPSessionConfiguration {
         let options = self.options
-        let lossy = (options.dropEveryNthResponse ?? 0) > 0
+        let lossy = (options.dropEveryNthResponse ?? 0) > 0 || !options.faults.isEmpty
         return SMPSessionConfiguration(
             window: max(1, device.configuration.bufferCount - 1),
             retransmitInterval: lossy ? max(options.latency * 4, .milliseconds(100)) : nil)
@@ -111,8 +120,20 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
         guard lock.withLock({ handler != nil }), !options.silent else { return }
         let now = clock()
         if options.honorsReboot && device.isRebooting(at: now) { return }
+        let fate = lock.withLock { faultPlan?.request(packet) } ?? .deliver
+        switch fate {
+        case .deliver: break
+        case .lose, .silence: return
+        case .reset:
+            device.powerCycle(now: now)
+            return
+        }
         let responses = device.responses(to: packet, now: now)
         for response in responses {
+            if lock.withLock({ faultPlan != nil }) {
+                answerWithFaults(response)
+                continue
+            }
             let handler = lock.withLock { () -> (@Sendable (McuMgrTransportEvent) -> Void)? in
                 answered += 1
                 if let n = options.dropEveryNthResponse, n > 0, answered % n == 0 {
@@ -122,6 +143,46 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
                 return self.handler
             }
             handler?(.packet(response))
+        }
+    }
+
+    /// Delivers an answer as the fault plan decides (on the private queue).
+    private func answerWithFaults(_ response: [UInt8]) {
+        let (fate, handler) = lock.withLock { (faultPlan!.answer(), self.handler) }
+        guard let handler else { return }
+        switch fate {
+        case .send(let copies, let delay):
+            let previous = lock.withLock { () -> [UInt8]? in
+                guard copies > 0, let previous = held else { return nil }
+                held = nil
+                heldGeneration += 1
+                return previous
+            }
+            let packets = Array(repeating: response, count: copies) + (previous.map { [$0] } ?? [])
+            guard !packets.isEmpty else { return }
+            if delay == .zero {
+                for packet in packets { handler(.packet(packet)) }
+            } else {
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: delay.nanosecondsClamped))) {
+                    for packet in packets { handler(.packet(packet)) }
+                }
+            }
+        case .holdForNext(let delay):
+            let (previous, generation) = lock.withLock { () -> ([UInt8]?, Int) in
+                defer { held = response }
+                heldGeneration += 1
+                return (held, heldGeneration)
+            }
+            if let previous { handler(.packet(previous)) }
+            let late = delay + .milliseconds(50)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: late.nanosecondsClamped))) { [self] in
+                let packet = lock.withLock { () -> [UInt8]? in
+                    guard heldGeneration == generation else { return nil }
+                    defer { held = nil }
+                    return held
+                }
+                if let packet { handler(.packet(packet)) }
+            }
         }
     }
 

@@ -36,6 +36,39 @@ import Testing
         #expect(m.resumedFrom == 0)
     }
 
+    @Test func aLostAnswerIsCoveredByTheNextChunksAnswer() {
+        var m = Self.machine(total: 500, depth: 2)
+        _ = m.fill()
+        _ = m.answered(Self.c(0, 100), deviceOffset: 100)
+        #expect(m.fill() == [.send(Self.c(100, 100)), .send(Self.c(200, 100))])
+        // The answer to 100..<200 is lost; the answer to 200..<300 shows the device holds both.
+        #expect(m.answered(Self.c(200, 100), deviceOffset: 300) == [.abandon(Self.c(100, 100)), .progress(confirmed: 300)])
+        #expect(m.inFlightCount == 0)
+        #expect(m.fill() == [.send(Self.c(300, 100)), .send(Self.c(400, 100))])
+    }
+
+    @Test func aLostRequestIsSentAgainAtOnceWhenALaterAnswerShowsIt() {
+        var m = Self.machine(total: 500, depth: 2)
+        _ = m.fill()
+        _ = m.answered(Self.c(0, 100), deviceOffset: 100)
+        _ = m.fill()
+        // 100..<200 never reached the device: it answers 200..<300 with its offset, 100.
+        #expect(m.answered(Self.c(200, 100), deviceOffset: 100) == [.resendNow(Self.c(100, 100))])
+        #expect(m.fill() == [], "draining: the resent chunk is still in flight")
+        #expect(m.answered(Self.c(100, 100), deviceOffset: 200) == [.progress(confirmed: 200)])
+        #expect(m.fill() == [.send(Self.c(200, 100)), .send(Self.c(300, 100))])
+    }
+
+    @Test func aFastResendHappensOncePerChunkUntilItIsAnswered() {
+        var m = Self.machine(total: 1000, depth: 3)
+        _ = m.fill()
+        _ = m.answered(Self.c(0, 100), deviceOffset: 100)
+        #expect(m.fill() == [.send(Self.c(100, 100)), .send(Self.c(200, 100)), .send(Self.c(300, 100))])
+        #expect(m.answered(Self.c(200, 100), deviceOffset: 100) == [.resendNow(Self.c(100, 100))])
+        #expect(m.answered(Self.c(300, 100), deviceOffset: 100) == [], "already sent again")
+        #expect(m.answered(Self.c(100, 100), deviceOffset: 200) == [.progress(confirmed: 200)])
+    }
+
     @Test func anOffsetPastTheFirstChunkIsAResume() {
         var m = Self.machine(total: 1000)
         _ = m.fill()
