@@ -39,7 +39,7 @@ struct SMPSim: AsyncParsableCommand {
 
             Faults (--faults KEY=VALUE,...; seeded: the same seed and traffic replay the same faults; every
             front end applies them, serial-only ones only on the pty):
-            \(FaultProfile.keys.map { "  \($0.0.padding(toLength: 20, withPad: " ", startingAt: 0)) \($0.1)" }.joined(separator: "\n"))
+            \(FaultProfile.keys.map { "  \($0.0 + String(repeating: " ", count: max(0, 20 - $0.0.count))) \($0.1)" }.joined(separator: "\n"))
 
             Defaults are Zephyr's smp_svr defaults, as the shared native_sim_serial build reports them: 4 SMP
             buffers of 384 bytes (os params), 2 serial receive lines of 128 bytes (a console line longer than

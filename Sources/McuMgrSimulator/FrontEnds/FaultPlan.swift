@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import McuMgrCore
 
 /// Which link faults a simulated device injects, parsed from one option such as
@@ -62,10 +71,10 @@ public struct FaultProfile: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses `key=value,key=value`; an empty text or `none` is no faults.
     public init(parsing text: String) throws {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingSpaces
         if trimmed.isEmpty || trimmed == "none" { return }
         for item in trimmed.split(separator: ",") {
-            let parts = item.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters(in: .whitespaces) }
+            let parts = item.split(separator: "=", maxSplits: 1).map { String($0).trimmingSpaces }
             let key = parts[0]
             guard parts.count == 2, !parts[1].isEmpty else {
                 throw FaultProfileError("fault \"\(item)\" has no value; write KEY=VALUE, e.g. loss=0.1 (keys: \(Self.keyList))")
@@ -318,5 +327,14 @@ extension Duration {
         let (seconds, attoseconds) = components
         let ms = Double(seconds) * 1000 + Double(attoseconds) / 1e15
         return ms == ms.rounded() ? String(Int(ms)) : String(ms)
+    }
+}
+
+extension String {
+    /// Without the spaces and tabs at either end.
+    fileprivate var trimmingSpaces: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
     }
 }
