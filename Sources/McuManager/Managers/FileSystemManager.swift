@@ -679,6 +679,10 @@ public struct FileUploadTarget: ChunkedUploadTarget {
         self.fileSize = fileSize
     }
 
+    /// A file's first chunk erases nothing: resent after the round-trip timeout like any other (a repeated
+    /// first chunk that the device appended is caught by `deviceOffset(from:)`).
+    public var firstChunkMayErase: Bool { false }
+
     public func request(offset: Int, data: Data, totalSize: Int) -> FileUploadRequest {
         let size = fileSize ?? (start + totalSize)
         var fileOffset = start + offset

@@ -14,6 +14,13 @@ public protocol ChunkedUploadTarget: Sendable {
     /// The next offset the device expects, read from its answer to a chunk.
     /// - Throws: `McuMgrError` for device errors (a busy device's `rc 10` is retried by the uploader).
     func deviceOffset(from packet: SMPPacket) throws -> Int
+    /// Whether the device may spend seconds on the first chunk (an image slot's erase), so that it is not
+    /// resent sooner than `ChunkedUploader.firstChunkResendFloor`. Default: true.
+    var firstChunkMayErase: Bool { get }
+}
+
+extension ChunkedUploadTarget {
+    public var firstChunkMayErase: Bool { true }
 }
 
 /// The pipelined upload engine shared by image, file and SUIT uploads: a thin runner of
@@ -134,12 +141,13 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
             // may erase a slot for seconds: not resent within `firstChunkResendFloor` (a late copy is
             // harmless: the device answers it with its offset, or rewrites the same first bytes).
             let first = chunk.offset == 0
+            let eraseFloor = first && target.firstChunkMayErase
             submissions += 1
             let submission = submissions
             let handle = try await client.submit(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
                 payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
-                resendFloor: first ? min(Self.firstChunkResendFloor, configuration.firstChunkTimeout / 4) : nil, name: name
+                resendFloor: eraseFloor ? min(Self.firstChunkResendFloor, configuration.firstChunkTimeout / 4) : nil, name: name
             ) { result in sink.yield((chunk, submission, result)) }
             handles[chunk] = (handle, submission)
         }

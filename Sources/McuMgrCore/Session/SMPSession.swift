@@ -18,6 +18,8 @@ public struct SMPSessionConfiguration: Sendable, Hashable {
     public var adaptiveRetransmit: Bool
     /// The smallest adaptive resend timeout: above the device's scheduling tick and a busy handler.
     public var retransmitFloor: Duration
+    /// The adaptive resend timeout before the first round trip was measured (TCP's is 1 s).
+    public var initialRetransmit: Duration
     /// Most resends of one request before it can only time out.
     public var maximumRetransmits: Int
     /// The version new requests start with.
@@ -27,13 +29,14 @@ public struct SMPSessionConfiguration: Sendable, Hashable {
 
     public init(
         window: Int = 1, retransmitInterval: Duration? = nil, adaptiveRetransmit: Bool = false,
-        retransmitFloor: Duration = .milliseconds(250), maximumRetransmits: Int = 5,
+        retransmitFloor: Duration = .milliseconds(250), initialRetransmit: Duration = .seconds(1), maximumRetransmits: Int = 5,
         version: SMPVersion = .v2, versionFallback: Bool = true
     ) {
         self.window = max(1, window)
         self.retransmitInterval = retransmitInterval
         self.adaptiveRetransmit = adaptiveRetransmit
         self.retransmitFloor = retransmitFloor
+        self.initialRetransmit = initialRetransmit
         self.maximumRetransmits = maximumRetransmits
         self.version = version
         self.versionFallback = versionFallback
@@ -134,7 +137,8 @@ public struct SMPSession: Sendable {
         self.nextSequence = initialSequence
         // Backoff stops doubling at 4 s: a request keeps being resent until its deadline on a link that
         // loses much (a long frame on a noisy line), instead of waiting the rest of it out in silence.
-        self.roundTrips = RoundTripEstimator(floor: configuration.retransmitFloor, ceiling: .seconds(4))
+        self.roundTrips = RoundTripEstimator(
+            initial: configuration.initialRetransmit, floor: configuration.retransmitFloor, ceiling: .seconds(4))
     }
 
     /// How long the request with this sequence number has been on the link; nil when none is in flight.
