@@ -13,13 +13,13 @@
 # message unmarshalling). The binaries are built with `swiftc -sanitize=fuzzer,address` from the
 # library's own sources (instrumented); swift-crypto, ZIPFoundation and swift-log come uninstrumented
 # from the debug build, so `swift build` must have run first. Builds and working corpora live under
-# .build/fuzz; new inputs found in a run go to .build/fuzz/corpus/<target> (the committed seeds stay
+# .build/fuzz (or $SMP_FUZZ_BUILD_DIR); new inputs found in a run go to .build/fuzz/corpus/<target> (the committed seeds stay
 # as they are), crashes to .build/fuzz/artifacts/<target>. Runs at nice 10, one process (one job).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-out="$repo/.build/fuzz"
+out="${SMP_FUZZ_BUILD_DIR:-$repo/.build/fuzz}"
 triple_dir="$(swift build --show-bin-path 2>/dev/null)"
 modules="$triple_dir/Modules"
 checkouts="$repo/.build/checkouts"
