@@ -39,7 +39,8 @@ import Testing
 
     @Test func entryCountBeyondTheDirectory() {
         // 65534 entries claimed, 2 present.
-        #expect(Self.refusal(Self.patched(Self.endOfDirectory + 10, 0xFFFE, width: 2)).contains("damaged"))
+        let refusal = Self.refusal(Self.patched(Self.endOfDirectory + 10, 0xFFFE, width: 2))
+        #expect(refusal.contains("corrupt") || refusal.contains("damaged"), "\(refusal)")
     }
 
     @Test func entryDataBeyondTheFile() {
