@@ -39,7 +39,7 @@ enum SharedFirmware {
 /// UDP to the shared Zephyr 4.4.0 build native_sim_udp.exe and to `smp-sim --like native_sim_udp` and
 /// compares the answers field by field (its ALLOWED list names accepted differences with the reason).
 @Suite(
-    "Conformance with the real firmware",
+    "Conformance with the real firmware", .serialized,
     .enabled(if: TestEnvironment.hasVenv, Comment(rawValue: TestEnvironment.venvMissingReason)),
     .enabled(if: SharedFirmware.hasUDPBuild, Comment(rawValue: SharedFirmware.missingReason)))
 struct ConformanceTests {
