@@ -151,8 +151,10 @@ struct FakeBlueZTests {
             await expectMcuMgrError(.transport, containing: ["bluetoothctl pair \(FakeBlueZ.address)"]) {
                 try await McuMgrBleTransport(configuration: configuration).open { _ in }
             }
-            #expect(ContinuousClock.now - started < .seconds(5), "pairing errors are not retried")
-            #expect(bluez.connectCalls.value == 1)
+            // One connect and no retries: well inside the 20 s the URI allows (the bound is loose, as a
+            // loaded CI machine takes seconds to start the D-Bus peers).
+            #expect(bluez.connectCalls.value == 1, "pairing errors are not retried")
+            #expect(ContinuousClock.now - started < .seconds(15), "a pairing error ends the wait at once")
         }
     }
 }
