@@ -116,6 +116,7 @@ public struct FileSystemManager: Sendable {
             let resumedFrom = start
             var completions = 0
             var restarted = false
+            var appendedRestarts = 0
             var deviceLength: Int?
             var verification = Verification.skipped("not requested")
             var transferred = Duration.zero
@@ -123,9 +124,12 @@ public struct FileSystemManager: Sendable {
                 if start < total || (total == 0 && completions == 0 && !restarted) {
                     do {
                         try await send(source, from: start, to: remote, configuration: configuration, progress: progress)
-                    } catch let error as McuMgrError where error.kind == .protocolViolation && !restarted {
-                        // The device's offset left the file (e.g. a repeated first chunk was appended to the
-                        // open file): close it and upload again from offset 0, which truncates it.
+                    } catch let error as McuMgrError where error.kind == .protocolViolation && appendedRestarts < 4 {
+                        // The device's offset left the file (a repeated first chunk was appended to the open
+                        // file): close it and upload again from offset 0, which truncates it. This shows at the
+                        // first chunk, so a few tries cost little (at 10% loss each way one first chunk in ten
+                        // is sent again after its answer was lost).
+                        appendedRestarts += 1
                         restarted = true
                         try await closeOpenFile()
                         start = 0
