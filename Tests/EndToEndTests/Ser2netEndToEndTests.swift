@@ -51,7 +51,9 @@ struct Ser2netEndToEndTests {
 
     @Test("echo, files and an image with default options through Zephyr's line buffers", arguments: Accepter.allCases)
     func defaultOptions(_ accepter: Accepter) async throws {
-        try await Self.withRig(["--like", "native_sim_serial_fs"]) { rig in
+        // Zephyr's default serial buffers (2 lines of 128 bytes, 384-byte SMP buffers), with the image group
+        // (the --like native_sim builds have none) and an unlimited file system.
+        try await Self.withRig(["--rx-line-size", "128", "--rx-lines", "2", "--buf-size", "384", "--fs-blocks", "0"]) { rig in
             let short = expectSuccess(try await rig.smp(accepter, ["os", "echo", "hello through ser2net"]))
             #expect(short.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "hello through ser2net")
             let long = String(repeating: "e", count: 184)
@@ -109,13 +111,28 @@ struct Ser2netEndToEndTests {
         }
     }
 
-    /// ser2net applies what RFC 2217 asks for to its port: the pty's termios speed changes.
+    /// ser2net applies what RFC 2217 asks for to its port: while smp is connected, the pty's termios speed
+    /// is the requested one (ser2net restores the port's earlier settings when the client leaves), and
+    /// the server's SET-BAUDRATE acknowledgement reports it.
     @Test func theBaudRateReachesTheServersPort() async throws {
-        try await Self.withRig([]) { rig in
-            for baud in [57_600, 230_400, 115_200] {
-                let run = expectSuccess(try await rig.smp(.rfc2217, ["-v", "os", "echo", "b\(baud)"], options: "baud=\(baud)"))
-                #expect(run.stdout.contains("b\(baud)"))
-                #expect(try await ttySpeed(rig.pty) == baud, "ser2net's port after baud=\(baud); log: \(rig.ser2net.logText.suffix(800))")
+        try await Self.withRig(["--baud", "230400"]) { rig in
+            let content = randomBytes(12 * 1024)
+            let local = try DFUPackages.write(content, "b.bin", in: rig.directory)
+            for baud in [57_600, 230_400, 19_200] {
+                let upload = Task {
+                    try await rig.smp(.rfc2217, ["-v", "fs", "upload", local, "/lfs1/b\(baud).bin"], options: "baud=\(baud)", timeout: 60)
+                }
+                var seen = Set<Int>()
+                let deadline = Date().addingTimeInterval(60)
+                while Date() < deadline {
+                    if let speed = try await ttySpeed(rig.pty) { seen.insert(speed) }
+                    if seen.contains(baud) { break }
+                    try await Task.sleep(for: .milliseconds(30))
+                }
+                let run = try await upload.value
+                expectSuccess(run)
+                #expect(seen.contains(baud), "ser2net's port while connected with baud=\(baud): \(seen.sorted())")
+                #expect(run.stderr.contains("server acknowledged setBaudRate = \(baud)"), "\(run.stderr.suffix(1500))")
             }
             // A raw TCP port server keeps its own settings: baud= is refused there, saying why.
             let refused = try await rig.smp(.tcp, ["os", "echo", "x"], options: "baud=9600")
