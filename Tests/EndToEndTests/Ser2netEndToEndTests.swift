@@ -183,7 +183,10 @@ struct Ser2netEndToEndTests {
             expectSuccess(try await rig.smp(accepter, ["fs", "upload", local, "/lfs1/big.bin"], timeout: 120))
             let target = rig.directory.path("big-back.bin")
             async let download = rig.smp(accepter, ["fs", "download", "/lfs1/big.bin", target], timeout: 60)
-            try await Task.sleep(for: .milliseconds(800))
+            // Once smp is connected and the transfer under way (48 KiB at 230400 baud take about 3 s).
+            let port = accepter == .tcp ? rig.ser2net.rawPort : rig.ser2net.rfc2217Port
+            #expect(try await rig.ser2net.waitForClient(on: port), "smp never connected")
+            try await Task.sleep(for: .milliseconds(500))
             rig.ser2net.kill9()
             let run = try await download
             #expect(run.status == 69, "\(run)")
