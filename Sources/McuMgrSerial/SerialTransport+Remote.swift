@@ -31,6 +31,7 @@ extension SerialTransport {
                 .channelOption(.allowRemoteHalfClosure, value: false)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(QuickAckHandler())
                         if rfc2217 {
                             let promise = channel.eventLoop.makePromise(of: Int?.self)
                             negotiation.withLockedValue { $0 = promise.futureResult }
@@ -104,6 +105,29 @@ extension Duration {
     fileprivate var secondsText: String {
         let ms = Int64(clamping: nanosecondsClamped / 1_000_000)
         return ms % 1000 == 0 ? "\(ms / 1000) s" : "\(Double(ms) / 1000) s"
+    }
+}
+
+/// Acknowledges every read at once (TCP_QUICKACK, re-armed per read: Linux clears it by itself). A port
+/// server that sends with Nagle's algorithm on (ser2net's accepters without `nodelay`) holds the rest of
+/// an answer until the first segment is acknowledged; our delayed ACK would add up to 40 ms to every
+/// round trip (measured: 58 ms instead of 20 ms per 364-byte answer through ser2net).
+final class QuickAckHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private var supported = true
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if supported {
+            do {
+                try context.channel.syncOptions?.setOption(
+                    ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_QUICKACK)), value: 1)
+            } catch {
+                supported = false
+            }
+        }
+        context.fireChannelRead(data)
     }
 }
 
