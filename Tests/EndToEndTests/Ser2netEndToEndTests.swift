@@ -296,3 +296,55 @@ struct PyserialRFC2217Tests {
         }
     }
 }
+
+/// rfc2217:// against servers that misbehave on purpose (a scripted loopback TCP server): the error
+/// says what happened, exit 69, no hang.
+@Suite("rfc2217:// against refusing servers")
+struct RFC2217RefusalTests {
+    /// Accepts one connection, waits for the client's first bytes, sends `reply` (nil: closes at once)
+    /// and keeps the connection open for a few seconds.
+    final class ScriptedServer: @unchecked Sendable {
+        let port: Int
+        private let fd: Int32
+
+        init(reply: [UInt8]?) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0, let port = bindToLoopback(fd), listen(fd, 1) == 0 else {
+                throw E2EError("cannot listen on loopback: errno \(errno)")
+            }
+            self.port = port
+            let listener = fd
+            Thread.detachNewThread {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                defer { close(client) }
+                guard let reply else { return }
+                var buffer = [UInt8](repeating: 0, count: 256)
+                _ = read(client, &buffer, buffer.count)
+                _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                usleep(5_000_000)
+            }
+        }
+
+        func stop() { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+    }
+
+    @Test func aServerThatRefusesTheComPortOption() async throws {
+        // WONT/DONT COM-PORT-OPTION: a Telnet server without RFC 2217.
+        let server = try ScriptedServer(reply: [255, 254, 44, 255, 252, 44])
+        defer { server.stop() }
+        let run = try await runSMP(["--device", "rfc2217://127.0.0.1:\(server.port)", "os", "echo", "x"], timeout: 20)
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("refused the RFC 2217 com port option"), "\(run)")
+        #expect(run.duration < 3, "\(run)")
+    }
+
+    @Test func aServerThatClosesDuringNegotiation() async throws {
+        let server = try ScriptedServer(reply: nil)
+        defer { server.stop() }
+        let run = try await runSMP(["--device", "rfc2217://127.0.0.1:\(server.port)", "os", "echo", "x"], timeout: 20)
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("closed the connection during RFC 2217 negotiation"), "\(run)")
+        #expect(run.duration < 3, "\(run)")
+    }
+}
