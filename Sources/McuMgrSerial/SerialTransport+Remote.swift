@@ -100,6 +100,13 @@ extension SerialTransport {
     }
 }
 
+/// Whether `error` is the peer resetting or closing the connection (ECONNRESET, EPIPE): a server that
+/// closes with our bytes unread resets instead of closing.
+func isConnectionReset(_ error: any Error) -> Bool {
+    guard let io = error as? IOError else { return false }
+    return io.errnoCode == ECONNRESET || io.errnoCode == EPIPE
+}
+
 extension Duration {
     /// "5 s", "1.5 s".
     fileprivate var secondsText: String {
@@ -220,18 +227,24 @@ final class RFC2217Handler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        settle(
-            .failure(
-                McuMgrError(
-                    .transport,
-                    "\(uri) closed the connection during RFC 2217 negotiation: the port server may be busy with another client or unable to open its serial port"
-                )))
+        settle(.failure(closedDuringNegotiation))
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        settle(.failure(McuMgrError(.transport, "connection to \(uri) failed during RFC 2217 negotiation: \(error)")))
+        if isConnectionReset(error) {
+            settle(.failure(closedDuringNegotiation))
+        } else {
+            settle(.failure(McuMgrError(.transport, "connection to \(uri) failed during RFC 2217 negotiation: \(error)")))
+        }
         context.fireErrorCaught(error)
+    }
+
+    private var closedDuringNegotiation: McuMgrError {
+        McuMgrError(
+            .transport,
+            "\(uri) closed the connection during RFC 2217 negotiation: the port server may be busy with another client or unable to open its serial port"
+        )
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

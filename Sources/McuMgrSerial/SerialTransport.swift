@@ -315,6 +315,7 @@ final class LinkInboundHandler: ChannelInboundHandler, Sendable {
             case .device(let path):
                 return "serial port \(path) failed (\(error)): the board was unplugged, reset or re-enumerated; reconnect it and retry"
             case .remote(let uri):
+                if isConnectionReset(error) { return closed }
                 return "connection to \(uri) failed (\(error)): the port server or the network went away; check it and retry"
             }
         }

@@ -41,9 +41,11 @@ struct Ser2netEndToEndTests {
         try TestEnvironment.requireBinaries()
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let sim = try await SimProcess.start(["--pty"] + simArguments)
+        // ser2net opens the --pty-link path on each connection: after a reset that removes the pty (USB
+        // re-enumeration, --reset-vanish) it finds the new one there.
+        let sim = try await SimProcess.start(["--pty-link", directory.path("tty")] + simArguments)
         defer { sim.stop() }
-        let pty = try #require(sim.ptyPath, "smp-sim printed no pty path")
+        let pty = try #require(sim.ptyLink ?? sim.ptyPath, "smp-sim printed no pty path")
         let ser2net = try Ser2netRig.start(device: pty, in: directory)
         defer { ser2net.stop() }
         return try await body(Rig(sim: sim, ser2net: ser2net, directory: directory))
@@ -82,10 +84,11 @@ struct Ser2netEndToEndTests {
         }
     }
 
-    /// A whole upgrade: upload, test, reset (the connection is opened again after it), confirm.
+    /// A whole upgrade: upload, test, reset (the pty vanishes and comes back as USB CDC does; ser2net
+    /// drops the connection and smp connects again), confirm.
     @Test("dfu test-and-confirm through ser2net", arguments: Accepter.allCases)
     func dfu(_ accepter: Accepter) async throws {
-        try await Self.withRig(["--swap-time", "0.2"]) { rig in
+        try await Self.withRig(["--swap-time", "0.2", "--reset-vanish"]) { rig in
             let image = try DFUPackages.image(size: 16 * 1024, seed: accepter == .tcp ? 21 : 22)
             let path = try DFUPackages.write(image.data, "app_update.bin", in: rig.directory)
             let run = expectSuccess(
