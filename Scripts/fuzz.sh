@@ -23,7 +23,7 @@ out="${SMP_FUZZ_BUILD_DIR:-$repo/.build/fuzz}"
 triple_dir="$(swift build --show-bin-path 2>/dev/null)"
 modules="$triple_dir/Modules"
 checkouts="$repo/.build/checkouts"
-core_targets=(cbor console raw)
+core_targets=(cbor console raw telnet)
 manager_targets=(response image package suit)
 dbus_targets=(dbus)
 all_targets=("${core_targets[@]}" "${manager_targets[@]}" "${dbus_targets[@]}")
@@ -31,7 +31,7 @@ swiftc_flags=(-sanitize=fuzzer,address -parse-as-library -O -enable-testing -swi
 
 binary_for() {
     case "$1" in
-        cbor|console|raw) echo "$out/bin/fuzz-core" ;;
+        cbor|console|raw|telnet) echo "$out/bin/fuzz-core" ;;
         response|image|package|suit) echo "$out/bin/fuzz-manager" ;;
         dbus) echo "$out/bin/fuzz-dbus" ;;
         *) echo "fuzz.sh: unknown target '$1' (targets: ${all_targets[*]})" >&2; return 1 ;;
@@ -84,9 +84,11 @@ build() {
             -c -o "$out/obj/McuManager.o" "${manager_sources[@]}"
     fi
     local link_warnings='Cannot export local symbol'
-    if stale "$out/bin/fuzz-core" Sources/McuMgrCore Tests/Fuzz/Core; then
+    if stale "$out/bin/fuzz-core" Sources/McuMgrCore Sources/McuMgrSerial/RFC2217Codec.swift Tests/Fuzz/Core; then
         echo "fuzz.sh: linking fuzz-core"
+        # The RFC 2217 codec imports nothing: it compiles into the target's module.
         nice -n 10 swiftc "${swiftc_flags[@]}" -module-name FuzzCore -I "$out/modules" Tests/Fuzz/Core/*.swift \
+            Sources/McuMgrSerial/RFC2217Codec.swift \
             "$out/obj/McuMgrCore.o" -o "$out/bin/fuzz-core" 2>&1 | { grep -v "$link_warnings" || true; }
     fi
     local deps

@@ -1,5 +1,6 @@
 // libFuzzer targets for the pure protocol core (McuMgrCore), built by Scripts/fuzz.sh against an
-// instrumented McuMgrCore module; SMP_FUZZ_TARGET picks the target: cbor, console, raw.
+// instrumented McuMgrCore module (and McuMgrSerial's RFC2217Codec.swift, which imports nothing, compiled
+// in); SMP_FUZZ_TARGET picks the target: cbor, console, raw, telnet.
 // Not part of the SwiftPM package. A property that does not hold stops the run with a message and the
 // input that broke it (libFuzzer saves it as crash-*).
 
@@ -22,8 +23,9 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     case "cbor": fuzzCBOR(bytes)
     case "console": fuzzConsole(bytes)
     case "raw": fuzzRaw(bytes)
+    case "telnet": fuzzTelnet(bytes)
     default:
-        printError("set SMP_FUZZ_TARGET to cbor, console or raw\n")
+        printError("set SMP_FUZZ_TARGET to cbor, console, raw or telnet\n")
         exit(2)
     }
     return 0
@@ -153,6 +155,54 @@ func fuzzRaw(_ bytes: [UInt8]) {
             }
         }
     }
+}
+
+// MARK: Telnet / RFC 2217
+
+/// The RFC 2217 client codec gives the same data, replies and events whole and in random splits; it
+/// never yields more data than it got bytes, answers within a bound, and data escaped by a binary-mode
+/// server comes back unchanged after any noise once the stream is resynchronized.
+func fuzzTelnet(_ bytes: [UInt8]) {
+    guard let seed = bytes.first else { return }
+    let stream = Array(bytes.dropFirst())
+    func run(_ pieces: [[UInt8]]) -> RFC2217Codec.Decoded {
+        var codec = RFC2217Codec(settings: .init(baudRate: 1 + Int(seed) * 977, hardwareFlowControl: seed & 1 == 1))
+        _ = codec.start()
+        var all = RFC2217Codec.Decoded()
+        for piece in pieces {
+            let decoded = codec.decode(piece)
+            all.data += decoded.data
+            all.reply += decoded.reply
+            all.events += decoded.events
+        }
+        return all
+    }
+    let whole = run([stream])
+    require(whole.data.count <= stream.count, "\(whole.data.count) data bytes from \(stream.count) input bytes")
+    // Each option request is answered with at most 3 bytes; the settings (once) with at most 60.
+    require(whole.reply.count <= stream.count + 60, "a \(whole.reply.count)-byte reply to \(stream.count) bytes")
+    let pieces = run(split(stream[...], seed: seed))
+    require(pieces == whole, "telnet decoding depends on the split")
+
+    var codec = RFC2217Codec(settings: .init())
+    _ = codec.start()
+    _ = codec.decode([255, 251, 0] + stream)
+    // IAC SE, then a byte that is data or option in any state, then IAC SE again: back to data.
+    _ = codec.decode([255, 240, 0x30, 0x30, 255, 240])
+    let payload = Array(stream.prefix(64))
+    let escaped = payload.flatMap { $0 == 255 ? [255, 255] : [$0] }
+    let binary = codec.receivesBinary
+    let back = codec.decode(escaped).data
+    if binary {
+        require(back == payload, "escaped data does not come back: \(back) vs \(payload)")
+    } else {
+        // NVT: a NUL after a CR is dropped, every other byte comes back.
+        let expected = payload.enumerated().compactMap { index, byte in
+            byte == 0 && index > 0 && payload[index - 1] == 13 ? nil : byte
+        }
+        require(back == expected, "NVT data does not come back: \(back) vs \(expected)")
+    }
+    require(codec.encode(payload).filter { $0 == 255 }.count == 2 * payload.filter { $0 == 255 }.count, "0xFF not doubled")
 }
 
 /// Writes a line to standard error (the `stderr` global is not concurrency-safe in Swift 6).
