@@ -77,20 +77,19 @@ class Processes:
                 raise Failure(f"{name} exited with status {process.returncode}; its log {log}:\n{tail(log)}")
 
     def stop_all(self):
+        # Last started first, each before the next: the exporter (and its ser2net) leaves before the
+        # coordinator, which then has no open streams to wait for.
         for name, process, _ in reversed(self.started):
             if process.poll() is None:
                 try:
                     os.killpg(process.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-        deadline = time.monotonic() + 5
-        for name, process, _ in reversed(self.started):
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                say(f"{name} still runs 5 s after SIGTERM: killing it")
-        for name, process, _ in reversed(self.started):
-            # Whatever is left in the group (a process that ignored SIGTERM, the exporter's ser2net).
+                try:
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    say(f"{name} still runs 5 s after SIGTERM: killing it")
+            # Whatever is left in its group (a process that ignored SIGTERM, the exporter's ser2net).
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except ProcessLookupError:
