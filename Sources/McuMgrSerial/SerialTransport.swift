@@ -6,8 +6,39 @@ import NIOCore
 import NIOPosix
 
 /// SMP over a serial port (USB CDC-ACM or UART): termios raw mode, console framing (Base64 lines,
-/// CRC16) or raw packets, SwiftNIO on the file descriptor.
+/// CRC16) or raw packets, SwiftNIO on the file descriptor. The port may also be remote: a raw TCP
+/// socket (`tcp://HOST:PORT`, e.g. ser2net's `tcp` accepter) or Telnet with RFC 2217 port control
+/// (`rfc2217://HOST:PORT`, ser2net's `telnet(rfc2217)`), with the same framing, link sizing and pacing.
 public final class SerialTransport: McuMgrConsoleLineTransport {
+    /// Where the serial port is.
+    public enum Endpoint: Sendable, Hashable, CustomStringConvertible {
+        /// A local port, e.g. /dev/ttyACM0.
+        case device(path: String)
+        /// A raw TCP connection to a port server (bytes pass unchanged; the server sets the baud rate).
+        case tcp(host: String, port: Int)
+        /// Telnet with the RFC 2217 com port option: the baud rate and line settings are sent to the server.
+        case rfc2217(host: String, port: Int)
+
+        /// `serial:PATH`, `tcp://HOST:PORT` or `rfc2217://HOST:PORT` (an IPv6 host in brackets).
+        public var description: String {
+            switch self {
+            case .device(let path): return "serial:\(path)"
+            case .tcp(let host, let port): return "tcp://\(Self.hostPort(host, port))"
+            case .rfc2217(let host, let port): return "rfc2217://\(Self.hostPort(host, port))"
+            }
+        }
+
+        /// How messages name it: the port path, or the URI of a remote port.
+        var displayName: String {
+            if case .device(let path) = self { return path }
+            return description
+        }
+
+        static func hostPort(_ host: String, _ port: Int) -> String {
+            host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
+
     /// How SMP packets are framed on the line.
     public enum Framing: String, Sendable, Hashable, CaseIterable {
         /// SMP over console: 0x06 0x09 / 0x04 0x14 lines, Base64, length and CRC16 (the default).
@@ -18,11 +49,24 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     /// Serial port settings.
     public struct Configuration: Sendable, Hashable {
-        /// The port, e.g. /dev/ttyACM0.
-        public var path: String
+        /// Where the port is.
+        public var endpoint: Endpoint
+        /// The local port, e.g. /dev/ttyACM0 (setting it makes the endpoint local); a remote endpoint's URI.
+        public var path: String {
+            get { endpoint.displayName }
+            set { endpoint = .device(path: newValue) }
+        }
+        /// Applied to a local port, and sent to an RFC 2217 server; a raw TCP server keeps its own.
         public var baudRate: Int
-        /// RTS/CTS hardware flow control.
+        /// RTS/CTS hardware flow control (local port, or sent to an RFC 2217 server).
         public var flowControl: Bool
+        /// Data bits, parity and stop bits sent to an RFC 2217 server (8N1 unless set); a local port is
+        /// always 8N1.
+        public var dataBits: Int = 8
+        public var parity: RFC2217Codec.Parity = .none
+        public var stopBits: RFC2217Codec.StopBits = .one
+        /// How long connecting to a remote port (and its RFC 2217 negotiation) may take.
+        public var connectTimeout: Duration = .seconds(5)
         public var framing: Framing
         /// Longest console frame line, markers and newline included; nil starts from Zephyr's default
         /// (127, for its 128-byte line buffers) and lets probing find longer lines the device takes.
@@ -46,8 +90,20 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
             window: Int? = nil, consoleLineMemory: ConsoleLineMemory? = nil
         ) {
+            self.init(
+                endpoint: .device(path: path), baudRate: baudRate, flowControl: flowControl, framing: framing,
+                lineLength: lineLength, lines: lines, lineGap: lineGap, mtu: mtu, window: window,
+                consoleLineMemory: consoleLineMemory)
+        }
+
+        /// A port at `endpoint`: local, raw TCP or RFC 2217.
+        public init(
+            endpoint: Endpoint, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
+            lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
+            window: Int? = nil, consoleLineMemory: ConsoleLineMemory? = nil
+        ) {
             self.consoleLineMemory = consoleLineMemory
-            self.path = path
+            self.endpoint = endpoint
             self.baudRate = baudRate
             self.flowControl = flowControl
             self.framing = framing
@@ -70,7 +126,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     public static let defaultRawMTU = 4096
 
     public let configuration: Configuration
-    public var name: String { "serial:\(configuration.path)" }
+    public var name: String { configuration.endpoint.description }
     public var mtu: Int { linkLimits.maximumPacketSize }
     public var sessionDefaults: SMPSessionConfiguration {
         // A frame the device drops (a CRC error, a full line buffer) gets no answer: resend after the
@@ -99,8 +155,18 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     public var lineGap: Duration { configuration.lineGap }
     public var consoleLineMemory: ConsoleLineMemory? { configuration.consoleLineMemory }
-    /// The configured baud rate (a pty ignores it: there it bounds the wire time from above).
-    public var bitsPerSecond: Int? { configuration.baudRate }
+    /// The configured baud rate (a pty ignores it: there it bounds the wire time from above); for an
+    /// RFC 2217 port the rate the server acknowledged; unknown behind a raw TCP port server.
+    public var bitsPerSecond: Int? {
+        switch configuration.endpoint {
+        case .device: return configuration.baudRate
+        case .rfc2217: return acknowledgedBaudRate.withLockedValue { $0 } ?? configuration.baudRate
+        case .tcp: return nil
+        }
+    }
+
+    /// The baud rate an RFC 2217 server acknowledged on the last open (nil before, or for other ports).
+    public var serverBaudRate: Int? { acknowledgedBaudRate.withLockedValue { $0 } }
 
     /// The console line limits in force; probing may raise them.
     public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }
@@ -124,11 +190,12 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     private let consoleLines: NIOLockedValueBox<LinkLimits.ConsoleLines>
     private let probed = NIOLockedValueBox(false)
-    private let group: any EventLoopGroup
-    private let logger: Logger
-    private let channel = NIOLockedValueBox<(any Channel)?>(nil)
+    let group: any EventLoopGroup
+    let logger: Logger
+    let channel = NIOLockedValueBox<(any Channel)?>(nil)
     /// When the line buffers of the device are free again after the last paced burst.
     private let pacedUntil = NIOLockedValueBox<NIODeadline>(.uptimeNanoseconds(0))
+    let acknowledgedBaudRate = NIOLockedValueBox<Int?>(nil)
 
     public init(
         configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
@@ -153,11 +220,19 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     }
 
     public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
+        switch configuration.endpoint {
+        case .device: try await openDevice(handler)
+        case .tcp(let host, let port): try await openRemote(host: host, port: port, rfc2217: false, handler)
+        case .rfc2217(let host, let port): try await openRemote(host: host, port: port, rfc2217: true, handler)
+        }
+    }
+
+    private func openDevice(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
         let fd = try Termios.openRaw(
             path: configuration.path, baud: configuration.baudRate, flowControl: configuration.flowControl)
         let inbound = LinkInboundHandler(
             codec: Self.makeCodec(configuration, lineLength: ConsoleSerialCodec.defaultMaximumLineLength),
-            name: name, path: configuration.path, handler: handler)
+            name: name, messages: .device(configuration.path), handler: handler)
         do {
             let channel = try await NIOPipeBootstrap(group: group)
                 .channelOption(.allowRemoteHalfClosure, value: false)
@@ -175,7 +250,12 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     public func send(_ packet: [UInt8]) throws {
         guard let channel = channel.withLockedValue({ $0 }), channel.isActive else {
-            throw McuMgrError(.transport, "serial port \(configuration.path) is not open; the board may have been unplugged or reset")
+            switch configuration.endpoint {
+            case .device(let path):
+                throw McuMgrError(.transport, "serial port \(path) is not open; the board may have been unplugged or reset")
+            default:
+                throw McuMgrError(.transport, "\(name) is not connected; the port server may have closed the connection")
+            }
         }
         guard configuration.framing == .console else {
             var buffer = channel.allocator.buffer(capacity: packet.count)
@@ -210,10 +290,6 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         }
     }
 
-    private static func timeAmount(_ duration: Duration) -> TimeAmount {
-        .nanoseconds(Int64(clamping: duration.nanosecondsClamped))
-    }
-
     public func close() async {
         let channel = self.channel.withLockedValue { c -> (any Channel)? in
             defer { c = nil }
@@ -227,17 +303,46 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 final class LinkInboundHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
 
+    /// What the link's failure and closure messages say.
+    enum Messages: Sendable {
+        /// A local serial port (its path).
+        case device(String)
+        /// A remote port (its URI, `tcp://...` or `rfc2217://...`).
+        case remote(String)
+
+        func failed(_ error: any Error) -> String {
+            switch self {
+            case .device(let path):
+                return "serial port \(path) failed (\(error)): the board was unplugged, reset or re-enumerated; reconnect it and retry"
+            case .remote(let uri):
+                return "connection to \(uri) failed (\(error)): the port server or the network went away; check it and retry"
+            }
+        }
+
+        var closed: String {
+            switch self {
+            case .device(let path):
+                return "serial port \(path) closed: the board was unplugged, reset or re-enumerated; reconnect it and retry"
+            case .remote(let uri):
+                return "connection to \(uri) closed by the server: the port server (e.g. ser2net) stopped, lost its serial port or gave it to another client; check it and retry"
+            }
+        }
+    }
+
     private let codec: NIOLockedValueBox<any SMPFramingCodec>
     private let name: String
-    private let path: String
+    private let messages: Messages
     private let handler: @Sendable (McuMgrTransportEvent) -> Void
     private let closedReported = NIOLockedValueBox(false)
     private let failure = NIOLockedValueBox<McuMgrError?>(nil)
 
-    init(codec: any SMPFramingCodec, name: String, path: String, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) {
+    init(
+        codec: any SMPFramingCodec, name: String, messages: Messages,
+        handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
+    ) {
         self.codec = NIOLockedValueBox(codec)
         self.name = name
-        self.path = path
+        self.messages = messages
         self.handler = handler
     }
 
@@ -254,13 +359,14 @@ final class LinkInboundHandler: ChannelInboundHandler, Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failure.withLockedValue {
-            $0 = McuMgrError(
-                .transport,
-                "serial port \(path) failed (\(error)): the board was unplugged, reset or re-enumerated; reconnect it and retry"
-            )
-        }
+        let message = messages.failed(error)
+        failure.withLockedValue { $0 = $0 ?? McuMgrError(.transport, message) }
         context.close(promise: nil)
+    }
+
+    /// Reports `error` as the reason the link closes (e.g. the RFC 2217 server withdrew the port).
+    func fail(_ error: McuMgrError) {
+        failure.withLockedValue { $0 = $0 ?? error }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -269,11 +375,7 @@ final class LinkInboundHandler: ChannelInboundHandler, Sendable {
             return v
         }
         guard !already else { return }
-        let error =
-            failure.withLockedValue { $0 }
-            ?? McuMgrError(
-                .transport,
-                "serial port \(path) closed: the board was unplugged, reset or re-enumerated; reconnect it and retry")
+        let error = failure.withLockedValue { $0 } ?? McuMgrError(.transport, messages.closed)
         handler(.closed(error))
     }
 }

@@ -59,6 +59,8 @@ enum DeviceResolver {
             return try SimulatorURI.transport(for: uri)
         case .ble:
             return try McuMgrBleTransport(uri: uri, logger: logger)
+        case .tcp, .rfc2217:
+            return try remoteSerialTransport(for: uri, logger: logger)
         }
     }
 

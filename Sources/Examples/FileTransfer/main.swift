@@ -1,6 +1,7 @@
-// Sends a file to the device's file system and reads it back, with progress, over serial or UDP:
+// Sends a file to the device's file system and reads it back, with progress, over serial (local or remote) or UDP:
 //     example-file-transfer serial:/dev/ttyACM0 settings.json /lfs1/settings.json
 //     example-file-transfer udp:192.0.2.7 settings.json /lfs1/settings.json
+//     example-file-transfer rfc2217://192.0.2.9:2001 settings.json /lfs1/settings.json   (a remote port: ser2net)
 import Foundation
 import McuManager
 import McuMgrSerial
@@ -8,15 +9,17 @@ import McuMgrUDP
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let uri = try? McuMgrDeviceURI(parsing: arguments[1]) else {
-    print("usage: example-file-transfer serial:PORT|udp:HOST[:PORT] LOCAL_FILE /REMOTE/PATH")
+    print("usage: example-file-transfer serial:PORT|udp:HOST[:PORT]|tcp://HOST:PORT|rfc2217://HOST:PORT LOCAL_FILE /REMOTE/PATH")
     exit(64)
 }
 let transport: any McuMgrTransport
 switch uri.scheme {
 case .serial: transport = SerialTransport(configuration: .init(path: uri.target, baudRate: 115_200))
 case .udp: transport = UDPTransport(configuration: .init(host: uri.target, port: uri.port ?? 1337))
+case .tcp: transport = SerialTransport(configuration: .init(endpoint: .tcp(host: uri.target, port: uri.port ?? 0)))
+case .rfc2217: transport = SerialTransport(configuration: .init(endpoint: .rfc2217(host: uri.target, port: uri.port ?? 0)))
 default:
-    print("this example speaks serial: and udp:, not \(uri.scheme):")
+    print("this example speaks serial:, udp:, tcp: and rfc2217:, not \(uri.scheme):")
     exit(64)
 }
 let client = McuMgrClient(transport: transport)

@@ -1,16 +1,26 @@
 /// A device address in the package's one syntax:
 /// `serial:/dev/ttyACM0?baud=115200`, `udp:192.0.2.7:1337`, `udp:[::1]:1337`, `udp://host:port`,
-/// `sim:` (an in-process simulated device), `ble:AA:BB:CC:DD:EE:FF`. A bare `/dev/...` path means serial.
+/// `sim:` (an in-process simulated device), `ble:AA:BB:CC:DD:EE:FF`, and remote serial ports:
+/// `tcp://host:port` (a raw TCP port server, e.g. ser2net) and `rfc2217://host:port?baud=115200`
+/// (Telnet with RFC 2217 port control). A bare `/dev/...` path means serial.
 public struct McuMgrDeviceURI: Sendable, Hashable, CustomStringConvertible {
     /// The transport a URI names.
     public enum Scheme: String, Sendable, Hashable, CaseIterable {
         case serial, udp, sim, ble
+        /// A serial port behind a raw TCP port server (e.g. ser2net's `tcp` accepter).
+        case tcp
+        /// A serial port behind a Telnet RFC 2217 server (e.g. ser2net's `telnet(rfc2217)` accepter).
+        case rfc2217
+
+        /// Whether the scheme names a serial port (local or remote), taking the serial link options.
+        public var isSerial: Bool { self == .serial || self == .tcp || self == .rfc2217 }
     }
 
     public var scheme: Scheme
-    /// Serial: the port path. UDP: the host (IPv6 without brackets). BLE: address or `name=...`. Sim: empty.
+    /// Serial: the port path. UDP, TCP, RFC 2217: the host (IPv6 without brackets). BLE: address or
+    /// `name=...`. Sim: empty.
     public var target: String
-    /// UDP port (default 1337).
+    /// UDP port (default 1337); TCP and RFC 2217 port (required).
     public var port: Int?
     /// Query options (`?key=value&flag`), in order; keys lower-cased.
     public var options: [(key: String, value: String)]
@@ -27,7 +37,8 @@ public struct McuMgrDeviceURI: Sendable, Hashable, CustomStringConvertible {
     /// Parses a device URI.
     /// - Throws: `McuMgrError` of kind `.usage` saying what is wrong and showing valid forms.
     public init(parsing text: String) throws {
-        let examples = "serial:/dev/ttyACM0?baud=115200, udp:192.0.2.7:1337, udp:[::1], ble:AA:BB:CC:DD:EE:FF, sim:"
+        let examples =
+            "serial:/dev/ttyACM0?baud=115200, udp:192.0.2.7:1337, udp:[::1], tcp://host:2000, rfc2217://host:2001?baud=115200, ble:AA:BB:CC:DD:EE:FF, sim:"
         var rest = Substring(text.trimmingCharactersInWhitespace())
         guard !rest.isEmpty else {
             throw McuMgrError(.usage, "empty device URI; use one of: \(examples)")
@@ -69,9 +80,19 @@ public struct McuMgrDeviceURI: Sendable, Hashable, CustomStringConvertible {
             }
             target = String(body)
         case .udp:
-            let (host, port) = try Self.splitHostPort(body, text: text)
+            let (host, port) = try Self.splitHostPort(body, text: text, scheme: "udp")
             target = host
             self.port = port ?? Self.defaultUDPPort
+        case .tcp, .rfc2217:
+            let (host, port) = try Self.splitHostPort(body, text: text, scheme: scheme.rawValue)
+            guard let port else {
+                throw McuMgrError(
+                    .usage,
+                    "\(scheme.rawValue) URI \"\(text)\" names no port; e.g. \(scheme.rawValue)://192.0.2.7:2000 or \(scheme.rawValue)://[2001:db8::1]:2000 (the port of the server's accepter, e.g. ser2net's)"
+                )
+            }
+            target = host
+            self.port = port
         case .sim:
             target = String(body)
         case .ble:
@@ -82,9 +103,11 @@ public struct McuMgrDeviceURI: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static func splitHostPort(_ body: Substring, text: String) throws -> (String, Int?) {
-        let usage = "e.g. udp:192.0.2.7:1337 or udp:[2001:db8::1]:1337"
-        guard !body.isEmpty else { throw McuMgrError(.usage, "UDP URI \"\(text)\" names no host; \(usage)") }
+    private static func splitHostPort(_ body: Substring, text: String, scheme: String) throws -> (String, Int?) {
+        let example = scheme == "udp" ? 1337 : 2000
+        let usage = "e.g. \(scheme):192.0.2.7:\(example) or \(scheme):[2001:db8::1]:\(example)"
+        let kind = scheme == "rfc2217" ? "RFC 2217" : scheme.uppercased()
+        guard !body.isEmpty else { throw McuMgrError(.usage, "\(kind) URI \"\(text)\" names no host; \(usage)") }
         var host: Substring
         var portText: Substring?
         if body.hasPrefix("[") {
@@ -106,11 +129,11 @@ public struct McuMgrDeviceURI: Sendable, Hashable, CustomStringConvertible {
         } else {
             host = body
         }
-        guard !host.isEmpty else { throw McuMgrError(.usage, "UDP URI \"\(text)\" names no host; \(usage)") }
+        guard !host.isEmpty else { throw McuMgrError(.usage, "\(kind) URI \"\(text)\" names no host; \(usage)") }
         var port: Int?
         if let portText {
             guard let p = Int(portText), (1...65535).contains(p) else {
-                throw McuMgrError(.usage, "invalid UDP port \"\(portText)\" in \"\(text)\"; use 1-65535")
+                throw McuMgrError(.usage, "invalid \(kind) port \"\(portText)\" in \"\(text)\"; use 1-65535")
             }
             port = p
         }
@@ -158,6 +181,9 @@ public struct McuMgrDeviceURI: Sendable, Hashable, CustomStringConvertible {
         switch scheme {
         case .udp:
             s += target.contains(":") ? "[\(target)]" : target
+            if let port { s += ":\(port)" }
+        case .tcp, .rfc2217:
+            s += "//" + (target.contains(":") ? "[\(target)]" : target)
             if let port { s += ":\(port)" }
         default:
             s += target
