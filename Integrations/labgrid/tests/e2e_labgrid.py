@@ -197,8 +197,7 @@ def run(args, directory, processes):
     bin_dir = os.path.abspath(args.bin)
     for tool in ("smp", "smp-sim"):
         if not os.access(os.path.join(bin_dir, tool), os.X_OK):
-            raise Failure(f"{os.path.join(bin_dir, tool)} is missing: run `swift build --product smp "
-                          f"--product smp-sim` first or pass --bin")
+            raise Failure(f"{os.path.join(bin_dir, tool)} is missing: run `swift build` first or pass --bin")
     ser2net = shutil.which("ser2net") or ("/usr/sbin/ser2net" if os.path.exists("/usr/sbin/ser2net") else None)
     if ser2net is None:
         raise Failure("ser2net is not installed: run Scripts/setup.sh (apt-get install ser2net)")
@@ -335,6 +334,7 @@ def run(args, directory, processes):
     from labgrid import Environment
 
     environment = Environment(env_config)
+    board1_port = None
     try:
         plan = [("board3", "serial:", "test-and-confirm", True, "1.3.0"),
                 ("board1", "rfc2217://", "confirm-only", True, "1.1.0"),
@@ -344,6 +344,8 @@ def run(args, directory, processes):
             smp = target.get_driver("SMPDriver")
             uri = smp.device_uri()
             say(f"{board}: device URI {uri}")
+            if board == "board1":
+                board1_port = smp.port.port
             if not uri.startswith(scheme):
                 raise Failure(f"{board}: expected a {scheme} URI, got {uri}")
             params = smp.params()
@@ -369,6 +371,14 @@ def run(args, directory, processes):
             check_runs(smp.image_list(), digest, confirmed, board)
     finally:
         environment.cleanup()
+        # Close this process's session with the coordinator (RemotePlace opened it), so that the
+        # coordinator stops at once at the end rather than waiting for the stream.
+        from labgrid.resource.remote import RemotePlaceManager
+        manager = RemotePlaceManager.get()
+        if manager.session is not None:
+            manager.loop.run_until_complete(manager.session.stop())
+            manager.loop.run_until_complete(manager.session.close())
+            manager.session = None
 
     # 7. The README's pytest example, through labgrid's pytest plugin, against board 1.
     example = os.path.join(INTEGRATION, "examples", "test_board.py")
@@ -406,7 +416,16 @@ def run(args, directory, processes):
     out = labgrid_client(env, "-p", "e2e-board1", "show").stdout
     if "acquired: None" not in out:
         raise Failure(f"place e2e-board1 still acquired after release:\n{out}")
-    say("places released")
+
+    def closed():
+        try:
+            with socket.create_connection(("127.0.0.1", board1_port), timeout=1):
+                return False
+        except OSError:
+            return True
+
+    wait_for(f"the exporter stopping board 1's ser2net (port {board1_port})", closed, 15, processes)
+    say(f"places released; the exporter stopped board 1's ser2net on port {board1_port}")
 
 
 def main():
