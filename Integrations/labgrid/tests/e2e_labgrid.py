@@ -12,8 +12,10 @@ Then, with labgrid-client, one place per remote board (create, add-match, acquir
 in a labgrid Environment (board 3 as a local RawSerialPort, boards 1 and 2 as RemotePlaces): os params,
 echo, image list, `upgrade` of an imgtool-signed image (board 3 test-and-confirm over serial:, board 1
 confirm-only over rfc2217://, board 2 test-only over tcp://), and a check that the device runs the new
-image's hash, confirmed or not as the mode implies; the README's pytest example through
-labgrid's pytest plugin (--lg-env) against board 1; release of both places.
+image's hash, confirmed or not as the mode implies; the README's pytest examples through labgrid's
+pytest plugin (--lg-env examples/env.yaml, the place from $LG_PLACE): test_board.py against board 1,
+then test_upgrade.py upgrading boards 1 and 2 at once, each with its JUnit report; release of both
+places, and a check that the exporter stops board 1's ser2net.
 
 Every wait is bounded; the whole run stops with a clear message after --budget seconds (default 170).
 Run it with the labgrid venv's Python (Scripts/labgrid-e2e.sh does): it needs labgrid and imgtool.
@@ -380,35 +382,71 @@ def run(args, directory, processes):
             manager.loop.run_until_complete(manager.session.close())
             manager.session = None
 
-    # 7. The README's pytest example, through labgrid's pytest plugin, against board 1.
-    example = os.path.join(INTEGRATION, "examples", "test_board.py")
-    example_env = os.path.join(directory, "pytest-env.yaml")
-    with open(example_env, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            options:
-              coordinator_address: {coordinator}
-            imports:
-              - smp_labgrid
-            targets:
-              main:
-                resources:
-                  RemotePlace:
-                    name: e2e-board1
-                drivers:
-                  SMPDriver:
-                    smp: {os.path.join(bin_dir, 'smp')}
-            """))
-    say(f"run pytest --lg-env {example_env} {example}")
-    pytest_env = dict(env, PYTHONPATH=INTEGRATION + os.pathsep + env.get("PYTHONPATH", ""))
+    # 7. The README's pytest examples through labgrid's pytest plugin, with examples/env.yaml (the place
+    #    from $LG_PLACE): test_board.py against board 1, then test_upgrade.py on both boards at once,
+    #    each writing its JUnit report, as the README's rig recipe runs them.
+    examples = os.path.join(INTEGRATION, "examples")
+    pytest_env = dict(env, SMP_BINARY=os.path.join(bin_dir, "smp"),
+                      PYTHONPATH=INTEGRATION + os.pathsep + env.get("PYTHONPATH", ""))
+
+    def pytest_command(test, *more):
+        return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--lg-env",
+                os.path.join(examples, "env.yaml"), os.path.join(examples, test), *more]
+
+    say("run LG_PLACE=e2e-board1 pytest --lg-env examples/env.yaml examples/test_board.py")
     try:
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                 "--lg-env", example_env, example], env=pytest_env, capture_output=True,
-                                text=True, timeout=90, stdin=subprocess.DEVNULL, cwd=directory)
+        result = subprocess.run(pytest_command("test_board.py"), env=dict(pytest_env, LG_PLACE="e2e-board1"),
+                                capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
+                                cwd=directory)
     except subprocess.TimeoutExpired:
-        raise Failure("the pytest example did not finish within 90 s")
+        raise Failure("the pytest example test_board.py did not finish within 90 s")
     print(textwrap.indent(result.stdout.strip()[-1500:], "    "), flush=True)
     if result.returncode != 0:
         raise Failure(f"the pytest example failed ({result.returncode}): {result.stderr.strip()[-1500:]}")
+
+    runs = {}
+    for index, place in enumerate(places, start=1):
+        package, digest = make_image(directory, f"{place}-v2", f"2.0.{index}", args.image_size)
+        junit = os.path.join(directory, f"{place}.xml")
+        say(f"start LG_PLACE={place} SMP_PACKAGE={os.path.basename(package)} pytest --lg-env examples/env.yaml "
+            f"examples/test_upgrade.py --junitxml={os.path.basename(junit)}")
+        log = open(os.path.join(directory, f"pytest-{place}.log"), "w")
+        process = subprocess.Popen(pytest_command("test_upgrade.py", f"--junitxml={junit}"),
+                                   env=dict(pytest_env, LG_PLACE=place, SMP_PACKAGE=package),
+                                   stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   cwd=directory, start_new_session=True)
+        runs[place] = (process, log, junit, digest)
+    started = time.monotonic()
+    for place, (process, log, junit, digest) in runs.items():
+        try:
+            process.wait(max(1, 120 - (time.monotonic() - started)))
+        except subprocess.TimeoutExpired:
+            for other, *_ in runs.values():
+                if other.poll() is None:
+                    os.killpg(other.pid, signal.SIGKILL)
+                    other.wait(5)
+            raise Failure(f"test_upgrade.py on {place} did not finish within 120 s")
+        finally:
+            log.close()
+    say(f"both upgrades finished in {time.monotonic() - started:.1f} s")
+    for place, (process, log, junit, digest) in runs.items():
+        output = tail(log.name, 40)
+        if process.returncode != 0:
+            raise Failure(f"test_upgrade.py on {place} failed ({process.returncode}):\n{output}")
+        try:
+            with open(junit) as f:
+                report = f.read()
+        except OSError as error:
+            raise Failure(f"test_upgrade.py on {place} wrote no JUnit report {junit}: {error}")
+        if 'tests="1"' not in report or 'failures="0"' not in report or 'errors="0"' not in report:
+            raise Failure(f"the JUnit report of {place} does not show one passed test:\n{report}")
+        say(f"{place}: test_upgrade passed (JUnit {os.path.basename(junit)}: 1 test, 0 failures)")
+    # What the boards run now, asked directly (the places are still acquired, board 1's ser2net runs).
+    from smp_labgrid import network_uri, run_smp
+    for place, uri in (("e2e-board1", network_uri("rfc2217", "127.0.0.1", board1_port, 115200)),
+                       ("e2e-board2", network_uri("raw", "127.0.0.1", raw_port))):
+        objects = run_smp([os.path.join(bin_dir, "smp"), "--device", uri, "--json", "image", "list"], 60)
+        check_runs(objects[-1].get("images", []) if objects else [], runs[place][3], True, place)
 
     # 8. Release the places; the exporter stops board 1's ser2net.
     for place in places:
