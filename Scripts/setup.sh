@@ -27,7 +27,8 @@ apt_packages+=(umockdev libumockdev-dev gir1.2-umockdev-1.0 python3-gi)  # udev 
 pins+=(bluezoo==1.0.2 dbus-fast==5.2.0)  # Bluetooth LE test rig: a BlueZ stand-in on a private bus
 apt_packages+=(dbus-daemon dbus-bin)  # Bluetooth LE test rig: the private bus
 apt_packages+=(libc6-i386 lib32gcc-s1 qemu-system-arm socat)  # real Zephyr firmware: native_sim (32-bit) executables, QEMU guests and their pty bridge
-apt_packages+=(ser2net)  # remote serial ports: the labgrid exporter starts ser2net for each exported port
+apt_packages+=(ser2net)  # remote serial ports: a real ser2net serving smp-sim's pty over tcp:// and rfc2217://; the labgrid exporter starts it for each exported port
+pins+=(pyserial==3.5)  # remote serial ports: pyserial's RFC 2217 server (PortManager) cross-checks our client
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 

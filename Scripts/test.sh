@@ -15,6 +15,7 @@ export SMP_TEST_PYTHON="${SMP_TEST_PYTHON:-$SMP_TEST_VENV/bin/python}"
 # so that no earlier run (or the user's own devices) changes what the tests see.
 export XDG_CACHE_HOME="$(mktemp -d -t smp-test-cache.XXXXXX)"
 export SMP_TEST_REQUIRE_UMOCKDEV=1  # setup.sh installs umockdev: the udev discovery tests must run, not skip
+export SMP_TEST_REQUIRE_SER2NET=1  # setup.sh installs ser2net: the remote serial port tests must run, not skip
 # Bluetooth LE tests: each suite starts its own private dbus-daemon + bluezoo through ble-rig.sh (a rig
 # stops itself when the test process exits); anything still running under the root stops on exit.
 export SMP_TEST_BLE_RIG="$repo/Scripts/ble-rig.sh"

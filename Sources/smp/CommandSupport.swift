@@ -13,7 +13,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: [.short, .long],
         help: ArgumentHelp(
-            "The device: serial:/dev/ttyACM0?baud=115200, udp:HOST[:PORT], udp:[::1]:1337, ble:AA:BB:CC:DD:EE:FF, ble:name=NAME, sim: (default: $SMP_DEVICE).",
+            "The device: serial:/dev/ttyACM0?baud=115200, udp:HOST[:PORT], udp:[::1]:1337, tcp://HOST:PORT, rfc2217://HOST:PORT?baud=115200 (a remote serial port, e.g. ser2net), ble:AA:BB:CC:DD:EE:FF, ble:name=NAME, sim: (default: $SMP_DEVICE).",
             valueName: "uri"))
     var device: String?
 

@@ -23,6 +23,10 @@ struct SMP: AsyncParsableCommand {
             gap=MS (pause between bursts of lines), mtu=N); udp:HOST[:PORT] or udp:[IPv6][:PORT] (default port 1337); sim: (a built-in \
             simulated device). $SMP_DEVICE sets the default device.
 
+            Remote serial ports (ser2net): tcp://HOST:PORT (a raw accepter) or rfc2217://HOST:PORT?baud=115200 \
+            (a telnet(rfc2217) accepter; also flow=rtscts, databits=, parity=, stopbits=, sent to the server); \
+            both take the serial options above and timeout=S (to connect, default 5).
+
             Bluetooth LE (through BlueZ): ble:AA:BB:CC:DD:EE:FF or ble:name=NAME (options adapter=hci1, \
             timeout=S, mtu=N, reassembly=off, acquire=off); `smp ble scan` lists devices advertising SMP.
 

@@ -80,6 +80,20 @@ struct Ser2netEndToEndTests {
         }
     }
 
+    /// A whole upgrade: upload, test, reset (the connection is opened again after it), confirm.
+    @Test("dfu test-and-confirm through ser2net", arguments: Accepter.allCases)
+    func dfu(_ accepter: Accepter) async throws {
+        try await Self.withRig(["--swap-time", "0.2"]) { rig in
+            let image = try DFUPackages.image(size: 16 * 1024, seed: accepter == .tcp ? 21 : 22)
+            let path = try DFUPackages.write(image.data, "app_update.bin", in: rig.directory)
+            let run = expectSuccess(
+                try await rig.smp(accepter, ["--json", "dfu", path, "--mode", "test-and-confirm", "--swap-time", "0.2"], timeout: 120))
+            #expect(dfuResult(run)?["status"] as? String == "success", "\(run)")
+            let list = expectSuccess(try await rig.smp(accepter, ["--json", "image", "list"]))
+            #expect(list.stdout.lowercased().contains(hex(image.hash)), "\(list)")
+        }
+    }
+
     @Test("raw framing through ser2net", arguments: Accepter.allCases)
     func rawFraming(_ accepter: Accepter) async throws {
         try await Self.withRig(["--framing", "raw"]) { rig in
@@ -159,6 +173,106 @@ struct Ser2netEndToEndTests {
             #expect(run.stderr.contains("closed by the server"), "\(run)")
             #expect(!run.timedOut && run.duration < 20, "\(run)")
             #expect(!FileManager.default.fileExists(atPath: target), "no partial file under the final name")
+        }
+    }
+}
+
+/// The RFC 2217 client against an independent server: pyserial's own `serial.rfc2217.PortManager`
+/// (Tests/Harness/rfc2217_server.py) serving smp-sim's pty.
+@Suite(
+    "smp rfc2217:// against pyserial's RFC 2217 server", .timeLimit(.minutes(3)),
+    .enabled(if: TestEnvironment.hasVenv, Comment(rawValue: TestEnvironment.venvMissingReason)))
+struct PyserialRFC2217Tests {
+    @Test func echoBaudRateAndAFileRoundTrip() async throws {
+        try TestEnvironment.requireBinaries()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let sim = try await SimProcess.start(["--pty", "--like", "native_sim_serial_fs"])
+        defer { sim.stop() }
+        let pty = try #require(sim.ptyPath)
+        let server = try PythonServer.start(pty: pty)
+        defer { server.stop() }
+        let uri = "rfc2217://127.0.0.1:\(server.port)"
+
+        let echo = expectSuccess(try await runSMP(["--device", uri + "?baud=57600", "os", "echo", "via pyserial"]))
+        #expect(echo.stdout.contains("via pyserial"))
+        #expect(try server.waitForLine("client baud 57600"), "\(server.output)")
+        #expect(try await ttySpeed(pty) == 57_600)
+
+        let content = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 0xFD) })
+        let local = try DFUPackages.write(content, "p.bin", in: directory)
+        expectSuccess(try await runSMP(["--device", uri + "?baud=230400", "fs", "upload", local, "/lfs1/p.bin"], timeout: 120))
+        let back = directory.path("p-back.bin")
+        expectSuccess(try await runSMP(["--device", uri + "?baud=230400", "fs", "download", "/lfs1/p.bin", back], timeout: 120))
+        #expect(FileManager.default.contents(atPath: back) == content)
+        #expect(try server.waitForLine("client baud 230400"), "\(server.output)")
+    }
+
+    /// Tests/Harness/rfc2217_server.py in the venv's Python (pyserial pinned by Scripts/setup.sh).
+    final class PythonServer: @unchecked Sendable {
+        let process = Process()
+        let port: Int
+        private let lines = LockedBox([String]())
+
+        var output: [String] { lines.value }
+
+        static func start(pty: String) throws -> PythonServer { try PythonServer(pty: pty) }
+
+        private init(pty: String) throws {
+            process.executableURL = TestEnvironment.venvTool("python")
+            process.arguments = [
+                TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Harness/rfc2217_server.py").path, pty,
+            ]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            try? pipe.fileHandleForWriting.close()
+            let handle = pipe.fileHandleForReading
+            let lines = self.lines
+            Thread.detachNewThread {
+                var pending = Data()
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    pending.append(chunk)
+                    while let newline = pending.firstIndex(of: 0x0A) {
+                        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                        pending = Data(pending[(newline + 1)...])
+                        lines.withValue { $0.append(line) }
+                    }
+                }
+            }
+            var found: Int?
+            let deadline = Date().addingTimeInterval(15)
+            while found == nil && Date() < deadline && process.isRunning {
+                found = lines.value.first { $0.hasPrefix("listening ") }.flatMap { Int($0.dropFirst(10)) }
+                if found == nil { usleep(20_000) }
+            }
+            guard let found else {
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                throw E2EError("rfc2217_server.py did not start listening: \(lines.value)")
+            }
+            port = found
+        }
+
+        /// Waits (at most 5 s) until the server printed `line`.
+        func waitForLine(_ line: String) throws -> Bool {
+            let deadline = Date().addingTimeInterval(5)
+            while Date() < deadline {
+                if lines.value.contains(line) { return true }
+                usleep(20_000)
+            }
+            return false
+        }
+
+        func stop() {
+            guard process.isRunning else { return }
+            kill(process.processIdentifier, SIGTERM)
+            let deadline = Date().addingTimeInterval(3)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
     }
 }
