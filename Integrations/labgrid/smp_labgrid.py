@@ -116,18 +116,17 @@ def network_uri(protocol, host, port, speed=None, options=None):
     return add_options(uri, options)
 
 
-def _last_json_object(text):
-    """The last line of `text` that is a JSON object, or None."""
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
-    return None
+def _stop(process):
+    """Stops smp: SIGTERM first (it stops cleanly; an interrupted upload resumes when run again), SIGKILL
+    after 5 s. Returns what it printed."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        return process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        return process.communicate()
+    except ProcessLookupError:
+        return process.communicate()
 
 
 def run_smp(command, deadline, logger=None):
@@ -147,21 +146,15 @@ def run_smp(command, deadline, logger=None):
     try:
         out, err = process.communicate(timeout=deadline)
     except subprocess.TimeoutExpired:
-        # SIGTERM first: smp stops cleanly (an upload resumes when run again); then SIGKILL.
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            out, err = process.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
+        out, err = _stop(process)
         raise SMPError(command, None, "deadline",
                        f"smp did not finish within {deadline:g} s and was stopped; check the link to the "
                        f"board, or raise the driver's `deadline`. Its last output: "
                        f"{(out or err or '').strip()[-300:]!r}", stderr=err)
     finally:
+        # Interrupted here (Ctrl-C, a test's timeout): smp runs in its own session, so stop it too.
         if process.poll() is None:
-            process.kill()
-            process.wait()
+            _stop(process)
     seconds = time.monotonic() - started
     objects = []
     for line in out.splitlines():
