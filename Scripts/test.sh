@@ -62,6 +62,11 @@ else
     python3 Scripts/soak.py --quick --bin .build/debug 2>&1 | tee -a "$log"
     soak_status=${PIPESTATUS[0]}
     ((test_status == 0)) && test_status=$soak_status
+    step "labgrid (Scripts/labgrid-e2e.sh): SMPDriver, coordinator, exporter, ser2net"
+    # At most 4 minutes: the driver's unit tests, then smp-sim boards upgraded through labgrid places.
+    bash Scripts/labgrid-e2e.sh --bin .build/debug 2>&1 | tee -a "$log"
+    labgrid_status=${PIPESTATUS[0]}
+    ((test_status == 0)) && test_status=$labgrid_status
     # A separate package that depends on this one by path builds the README examples and runs one.
     step "consumer package (Scripts/consumer-test.sh)"
     bash Scripts/consumer-test.sh
@@ -78,6 +83,6 @@ if ((test_status == 0)); then
     echo "test.sh: PASSED in $(elapsed)"
 else
     echo "test.sh: FAILED (exit $test_status, $failures failure lines) in $(elapsed)"
-    grep -E 'Test .* failed after|error: .*XCT|consumer package FAILED' "$log" | head -40 | sed 's/^/  /' || true
+    grep -E 'Test .* failed after|error: .*XCT|consumer package FAILED|labgrid-e2e: FAILED' "$log" | head -40 | sed 's/^/  /' || true
 fi
 exit "$test_status"
