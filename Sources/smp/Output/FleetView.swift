@@ -132,8 +132,16 @@ final class FleetView: @unchecked Sendable {
             guard case .map(var entries)? = dfuViews[event.index].jsonItem(upgradeEvent) else { return }
             entries.insert(device, at: min(1, entries.count))
             item = .map(entries)
-        case .finished:
-            item = nil  // the results come in the devices' order at the end
+        case .finished(let error, let duration):
+            // The device's whole result comes at the end, in the devices' order.
+            var entries: [CBORMapEntry] = [
+                .init(key: "event", value: "finished"), device,
+                .init(key: "status", value: .text(error == nil ? "success" : error!.kind == .cancelled ? "cancelled" : "failed")),
+            ]
+            if let error { entries.append(.init(key: "kind", value: .text(error.kind.rawValue))) }
+            entries.append(.init(key: "device_seconds", value: .double((duration.seconds * 1000).rounded() / 1000)))
+            entries.append(t)
+            item = .map(entries)
         }
         if let item { Terminal.print(JSONRendering.render(item)) }
     }
