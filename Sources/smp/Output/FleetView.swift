@@ -225,7 +225,7 @@ final class FleetView: @unchecked Sendable {
             guard let error else { return head + "ok      \(time)" }
             return head + (error.kind == .cancelled ? "cancelled " : "FAILED  ") + "\(time)  \(error.message)"
         }
-        var text = head + padded(row.state, to: 30)
+        var text = head + padded(row.state, to: 36)
         if let bytes = row.bytes, let total = row.total, total > 0 {
             let fraction = min(1, Double(bytes) / Double(total))
             let width = 20
