@@ -286,6 +286,16 @@ struct FleetTests {
         let missing = try await Self.smp(["--devices", "/nonexistent/devices.txt", "os", "echo", "x"])
         expectStatus(missing, SMPExit.file)
 
+        // The device list from standard input.
+        let piped = try await ProcessRunner.run(
+            URL(fileURLWithPath: "/bin/sh"),
+            ["-c", "printf '# rig\\nsim:?latency=1\\n\\nsim:?latency=2\\n' | '\(TestEnvironment.smp.path)' --json --devices - os echo piped"],
+            timeout: 30)
+        expectSuccess(piped)
+        let pipedResults = Self.results(Self.lines(piped))
+        #expect(Set(pipedResults.keys) == ["sim:?latency=1", "sim:?latency=2"], "\(piped)")
+        #expect(pipedResults.values.allSatisfy { $0["r"] as? String == "piped" })
+
         // One device: the output stays as it was (the echoed text alone).
         let one = try await Self.smp(["--device", "sim:", "os", "echo", "just", "one"])
         expectSuccess(one)

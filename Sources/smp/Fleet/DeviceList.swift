@@ -71,12 +71,18 @@ enum DeviceList {
         }
     }
 
+    /// What was read from standard input (it can be read once; the list is asked for more than once).
+    private static let standardInput = LockedBox<String?>(nil)
+
     /// The text of `path`, or of standard input for `-`.
     private static func read(_ path: String) throws -> String {
         if path == "-" {
+            if let text = standardInput.value { return text }
             var lines: [String] = []
             while let line = readLine() { lines.append(line) }
-            return lines.joined(separator: "\n")
+            let text = lines.joined(separator: "\n")
+            standardInput.set(text)
+            return text
         }
         let url = try LocalFiles.readable(path)
         do {
