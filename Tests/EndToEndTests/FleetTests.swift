@@ -296,10 +296,20 @@ struct FleetTests {
         #expect(Set(pipedResults.keys) == ["sim:?latency=1", "sim:?latency=2"], "\(piped)")
         #expect(pipedResults.values.allSatisfy { $0["r"] as? String == "piped" })
 
-        // One device: the output stays as it was (the echoed text alone).
-        let one = try await Self.smp(["--device", "sim:", "os", "echo", "just", "one"])
+        // One device: the output stays as it was (the echoed text alone); --junit still writes its report.
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let one = try await Self.smp(["--device", "sim:", "os", "echo", "just", "one", "--junit", directory.path("one.xml")])
         expectSuccess(one)
         #expect(one.stdout == "just one\n")
+        let oneReport = try JUnitReport(path: directory.path("one.xml"))
+        #expect(oneReport.cases.map { $0["name"] ?? "" } == ["sim:"] && oneReport.failures.isEmpty)
+        let oneSilent = try await Self.smp(
+            ["--device", silent[0], "--timeout", "0.5", "os", "echo", "x", "--junit", directory.path("silent.xml")])
+        expectStatus(oneSilent, SMPExit.timeout)
+        #expect(oneSilent.stderr.hasPrefix("error: "), "\(oneSilent)")
+        let silentReport = try JUnitReport(path: directory.path("silent.xml"))
+        #expect(silentReport.failures.map { $0["type"] ?? "" } == ["timeout"])
     }
 }
 

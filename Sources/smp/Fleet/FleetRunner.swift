@@ -144,7 +144,7 @@ enum FleetRunner {
             Terminal.print(summaryTable(results, outcomes))
             let failed = results.filter { !$0.succeeded }
             if !failed.isEmpty {
-                Terminal.error("error: \(failed.count) of \(results.count) devices failed:")
+                Terminal.error("error: \(failed.count) of \(results.count) devices failed\(interrupted ? " (interrupted)" : ""):")
                 for result in failed {
                     let error = result.error!
                     Terminal.error("  \(result.device): \(error.kind.rawValue) (exit \(ExitStatus.code(for: error.kind))): \(error.message)")
