@@ -272,6 +272,13 @@ struct FleetTests {
         let results = Self.results(Self.lines(result))
         #expect(results.values.allSatisfy { $0["kind"] as? String == "timeout" })
 
+        // A board that is gone fails alone, with its own exit code; the other answers.
+        let gone = try await Self.smp(["--json", "-d", "serial:/dev/does-not-exist-fleet", "-d", "sim:", "os", "echo", "x"])
+        expectStatus(gone, SMPExit.transport)
+        let goneResults = Self.results(Self.lines(gone))
+        #expect(goneResults["serial:/dev/does-not-exist-fleet"]?["kind"] as? String == "transport", "\(gone)")
+        #expect(goneResults["sim:"]?["r"] as? String == "x", "\(gone)")
+
         // A single-device command given several devices names the commands that take many.
         let single = try await Self.smp(["--device", "sim:", "--device", "sim:?latency=1", "os", "params"])
         expectStatus(single, SMPExit.usage)
