@@ -96,7 +96,7 @@ struct FleetTarget: Sendable {
 enum FleetRunner {
     static func run<Value: Sendable>(
         command: String, global: GlobalOptions, options: FleetOptions, prepare: () throws -> Void = {},
-        dfu: Bool = false, before: () -> Void = {},
+        before: () -> Void = {},
         work: (McuMgrFleet, [FleetTarget]) async -> [McuMgrFleetResult<Value>],
         outcome: (Value) -> FleetOutcome
     ) async throws {
@@ -114,7 +114,7 @@ enum FleetRunner {
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
         before()
-        let view = FleetView(names: targets.map(\.name), json: global.json, verbose: global.verbose, dfu: dfu)
+        let view = FleetView(names: targets.map(\.name), json: global.json, verbose: global.verbose)
         view.begin(parallel: fleet.parallelism)
         let events = fleet.events()
         let shower = Task {

@@ -31,22 +31,20 @@ final class FleetView: @unchecked Sendable {
 
     private let names: [String]
     private let verbose: Bool
-    private let dfu: Bool
     private let mode: Mode
     private let lock = NIOLock()
     private let clock = ContinuousClock()
     private let start = ContinuousClock.now
     private var rows: [Row]
-    private var dfuViews: [DFUView]
+    private let dfuViews: [DFUView]
     private var drawnLines = 0
     private var lastDraw: ContinuousClock.Instant?
     private let nameWidth: Int
 
-    /// - Parameter dfu: the devices run firmware upgrades (their events are shown as `smp dfu` shows them).
-    init(names: [String], json: Bool, verbose: Bool, dfu: Bool) {
+    /// Firmware-upgrade events of a device are shown as `smp dfu` shows them, with the device's name.
+    init(names: [String], json: Bool, verbose: Bool) {
         self.names = names
         self.verbose = verbose
-        self.dfu = dfu
         let size = Self.terminalSize()
         if json {
             mode = .json
