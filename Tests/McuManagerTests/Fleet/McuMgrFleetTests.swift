@@ -242,6 +242,23 @@ struct McuMgrFleetTests {
         #expect(results[1].duration < .seconds(10))
     }
 
+    @Test func devicesFromSimURIsEachGetTheirOwnSession() async throws {
+        let uris = ["sim:", "sim:?latency=5", "sim:?faults=silent-after=0", "sim:?v1"]
+        let fleet = McuMgrFleet(
+            devices: uris.map { text in
+                McuMgrFleet.Device(name: text) { try SimulatorURI.transport(for: McuMgrDeviceURI(parsing: text)) }
+            },
+            configuration: .init(client: .init(timeout: .milliseconds(400))))
+        let results = await fleet.run { session in
+            try await DefaultManager(client: session.client).echo("from \(session.device)")
+        }
+        #expect(results.map(\.device) == uris)
+        #expect(results[0].value == "from sim:")
+        #expect(results[1].value == "from sim:?latency=5")
+        #expect(results[2].error?.kind == .timeout)
+        #expect(results[3].value == "from sim:?v1")
+    }
+
     @Test func aTransportThatCannotBeMadeFailsOnlyItsDevice() async throws {
         let good = SimulatedMember("good")
         let fleet = McuMgrFleet(devices: [
