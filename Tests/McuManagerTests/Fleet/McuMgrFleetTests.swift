@@ -159,11 +159,11 @@ struct McuMgrFleetTests {
         let members = (0..<3).map { SimulatedMember("slow-\($0)", options: .init(latency: .milliseconds(40))) }
         let image = DFUFixtures.image(size: 200 * 1024)
         let fleet = McuMgrFleet(devices: members.map(\.fleetDevice))
+        let events = fleet.events()
         let task = Task {
             await fleet.upgrade(
                 images: [image], configuration: DFUFixtures.configuration(.confirmOnly), options: DFUFixtures.options)
         }
-        let events = fleet.events()
         for await event in events {
             if case .upgrade(.uploadProgress) = event.kind { break }
         }
