@@ -198,7 +198,7 @@ struct DFUCommand: AsyncParsableCommand {
         let json = global.json
         let verbose = global.verbose
         try await FleetRunner.run(
-            command: "smp dfu", global: global, options: fleet,
+            command: "smp dfu", global: global, options: fleet, resets: true,
             before: { DFUView(json: json, verbose: verbose).describe(package: package) },
             work: { fleet, _ in
                 await fleet.upgrade(images: package.images, configuration: configuration, options: options, resources: resources)

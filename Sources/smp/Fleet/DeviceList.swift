@@ -109,13 +109,12 @@ enum DeviceList {
         return McuMgrDeviceURI(scheme: uri.scheme, target: uri.target, port: uri.port).description.lowercased()
     }
 
-    /// The first device given twice, as its two spellings.
-    static func duplicate(in targets: [(name: String, uri: McuMgrDeviceURI)]) -> (String, String)? {
+    /// The first device given twice, as its two names; `targets` pairs each name with its ``identity(_:)``.
+    static func duplicate(in targets: [(name: String, key: String)]) -> (String, String)? {
         var seen: [String: String] = [:]
         for target in targets {
-            let key = identity(target.uri)
-            if let first = seen[key] { return (first, target.name) }
-            seen[key] = target.name
+            if let first = seen[target.key] { return (first, target.name) }
+            seen[target.key] = target.name
         }
         return nil
     }
