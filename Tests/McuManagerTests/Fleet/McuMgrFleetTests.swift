@@ -295,6 +295,23 @@ struct McuMgrFleetTests {
         }
     }
 
+    @Test func manyDevicesFinishingAtOnceAllKeepTheirRoundTrips() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-rtt-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let memory = RoundTripMemory(file: directory.appendingPathComponent("round-trips.json"))
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    memory.remember(
+                        SMPRoundTrip(smoothed: .milliseconds(index + 1), variation: .milliseconds(1)), for: "udp:10.0.0.\(index)")
+                }
+            }
+        }
+        for index in 0..<64 {
+            #expect(memory.recall("udp:10.0.0.\(index)")?.smoothed == .milliseconds(index + 1), "device \(index)")
+        }
+    }
+
     // MARK: Report
 
     @Test func theJUnitReportHasOneTestCasePerDeviceAndEscapesMessages() throws {
