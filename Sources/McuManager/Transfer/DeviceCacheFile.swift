@@ -33,8 +33,16 @@ struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
         return object
     }
 
+    /// Serializes the read-modify-write of `store` within the process: many devices of one run (`McuMgrFleet`)
+    /// finish at once, and without it each would keep only its own entry.
+    private static var writeLock: LockedState<Void> { deviceCacheWriteLock }
+
     /// Stores `entry` for `device`, keeping at most `capacity` devices (those `seen` longest ago go first).
     func store(_ entry: Entry, for device: String, capacity: Int, seen: (Entry) -> Int?) {
+        Self.writeLock.withLock { _ in storeLocked(entry, for: device, capacity: capacity, seen: seen) }
+    }
+
+    private func storeLocked(_ entry: Entry, for device: String, capacity: Int, seen: (Entry) -> Int?) {
         var all = entries()
         all[device] = entry
         if all.count > capacity {
@@ -50,3 +58,6 @@ struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
 
     static var now: Int { Int(Date().timeIntervalSince1970) }
 }
+
+/// The lock of every `DeviceCacheFile` write in this process.
+private let deviceCacheWriteLock = LockedState<Void>(())
