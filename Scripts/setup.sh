@@ -22,6 +22,7 @@ apt_packages+=(umockdev libumockdev-dev gir1.2-umockdev-1.0 python3-gi)  # udev 
 pins+=(bluezoo==1.0.2 dbus-fast==5.2.0)  # Bluetooth LE test rig: a BlueZ stand-in on a private bus
 apt_packages+=(dbus-daemon dbus-bin)  # Bluetooth LE test rig: the private bus
 apt_packages+=(libc6-i386 lib32gcc-s1 qemu-system-arm socat)  # real Zephyr firmware: native_sim (32-bit) executables, QEMU guests and their pty bridge
+apt_packages+=(time)  # Scripts/bench-scale.sh: peak RSS of smp (/usr/bin/time)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 

@@ -17,16 +17,21 @@ public final class UDPFrontEnd: Sendable {
     public let emulatesBuffers: Bool
     /// Link faults to inject (datagram loss both ways, duplication, reordering, delay, resets, silence).
     public let faults: FaultProfile
+    /// Which stream of the fault seed this front end draws from (`FaultPlan`): devices served side by side
+    /// take different streams so their faults differ but replay.
+    public let faultStream: UInt64
     private let group: any EventLoopGroup
     private let channel = NIOLockedValueBox<(any Channel)?>(nil)
 
+    /// - Parameter faultStream: the stream of the fault seed (default: the port asked for).
     public init(
         device: SimulatedDevice, host: String = "127.0.0.1", port: Int = 1337, latency: Duration = .zero,
-        emulatesBuffers: Bool = false, faults: FaultProfile = FaultProfile(),
+        emulatesBuffers: Bool = false, faults: FaultProfile = FaultProfile(), faultStream: UInt64? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.emulatesBuffers = emulatesBuffers
         self.faults = faults
+        self.faultStream = faultStream ?? UInt64(port)
         self.device = device
         self.host = host
         self.port = port
@@ -40,7 +45,7 @@ public final class UDPFrontEnd: Sendable {
     @discardableResult
     public func start() async throws -> SocketAddress {
         let handler = UDPSimulatorHandler(
-            device: device, latency: latency, faults: faults.isEmpty ? nil : FaultPlan(faults, stream: UInt64(port)),
+            device: device, latency: latency, faults: faults.isEmpty ? nil : FaultPlan(faults, stream: faultStream),
             receiveQueue: emulatesBuffers ? UDPReceiveQueue(bufferCount: device.configuration.bufferCount) : nil)
         let channel = try await DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
