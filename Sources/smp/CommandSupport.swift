@@ -13,9 +13,16 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: [.short, .long],
         help: ArgumentHelp(
-            "The device: serial:/dev/ttyACM0?baud=115200, udp:HOST[:PORT], udp:[::1]:1337, ble:AA:BB:CC:DD:EE:FF, ble:name=NAME, sim: (default: $SMP_DEVICE).",
+            "The device: serial:/dev/ttyACM0?baud=115200, udp:HOST[:PORT], udp:[::1]:1337, ble:AA:BB:CC:DD:EE:FF, ble:name=NAME, sim: (default: $SMP_DEVICE). Repeat it to work on many devices at once (dfu, image upload, fs upload, os echo, os reset).",
             valueName: "uri"))
-    var device: String?
+    var device: [String] = []
+
+    @Option(
+        name: .customLong("devices"),
+        help: ArgumentHelp(
+            "A file of devices, one URI or filter per line (blank lines and # comments left out; - reads standard input), for the commands that take many devices.",
+            valueName: "file"))
+    var devicesFile: String?
 
     @Flag(help: "Print the device's answer as JSON (protocol keys; byte strings as lowercase hex).")
     var json = false
@@ -137,10 +144,13 @@ extension DeviceCommand {
 enum CommandRunner {
     /// Connects to the device named by the options, runs `body`, and turns errors into messages and
     /// exit codes.
-    static func run(_ options: GlobalOptions, _ body: (CommandContext) async throws -> Void) async throws {
+    /// - Parameter failed: told of the failure before it is reported (for the JUnit report).
+    static func run(
+        _ options: GlobalOptions, failed: ((McuMgrError) -> Void)? = nil, _ body: (CommandContext) async throws -> Void
+    ) async throws {
         var client: McuMgrClient?
         do {
-            let uri = try await DeviceResolver.resolvedURI(from: options.device, verbose: options.verbose)
+            let uri = try await DeviceResolver.resolvedURI(from: try DeviceList.single(options), verbose: options.verbose)
             if options.verbose { Terminal.error("device: \(uri)") }
             var logger = Logger(label: "smp")
             logger.logLevel = options.verbosity >= 2 ? .trace : options.verbose ? .debug : Terminal.quietLogLevel
@@ -155,15 +165,20 @@ enum CommandRunner {
             await c.close()
         } catch let error as McuMgrError {
             await client?.close()
+            failed?(error)
             report(error, json: options.json)
             throw ExitCode(ExitStatus.code(for: error.kind))
         } catch is CancellationError {
             await client?.close()
-            report(McuMgrError(.cancelled, "interrupted"), json: options.json)
+            let error = McuMgrError(.cancelled, "interrupted")
+            failed?(error)
+            report(error, json: options.json)
             throw ExitCode(ExitStatus.cancelled)
         } catch let error as CBORError {
             await client?.close()
-            report(McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)"), json: options.json)
+            let error = McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)")
+            failed?(error)
+            report(error, json: options.json)
             throw ExitCode(ExitStatus.protocolError)
         }
     }
@@ -171,6 +186,22 @@ enum CommandRunner {
     /// Reports a failure: under `--json` one error object on stdout and nothing on stderr (the schema is
     /// in the README's "JSON output"), else `error: MESSAGE` on stderr.
     static func report(_ error: McuMgrError, json: Bool) {
+        report(
+            kind: error.kind.rawValue, message: error.message, exitCode: ExitStatus.code(for: error.kind), json: json,
+            details: detailEntries(error))
+    }
+
+    /// `kind`, `message`, `exit_code` and the device's code of an error, as in the JSON error object.
+    static func errorEntries(_ error: McuMgrError) -> [CBORMapEntry] {
+        [
+            .init(key: "kind", value: .text(error.kind.rawValue)),
+            .init(key: "message", value: .text(error.message)),
+            .init(key: "exit_code", value: .int(Int(ExitStatus.code(for: error.kind)))),
+        ] + detailEntries(error)
+    }
+
+    /// The device's return code or group error of an error.
+    static func detailEntries(_ error: McuMgrError) -> [CBORMapEntry] {
         var entries: [CBORMapEntry] = []
         if let rc = error.returnCode {
             entries.append(.init(key: "rc", value: .int(rc.rawValue)))
@@ -181,9 +212,7 @@ enum CommandRunner {
             entries.append(.init(key: "group_rc", value: .int(g.rc)))
             entries.append(.init(key: "name", value: .text(g.name)))
         }
-        report(
-            kind: error.kind.rawValue, message: error.message, exitCode: ExitStatus.code(for: error.kind), json: json,
-            details: entries)
+        return entries
     }
 
     static func report(kind: String, message: String, exitCode: Int32, json: Bool, details: [CBORMapEntry] = []) {

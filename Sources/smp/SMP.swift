@@ -77,7 +77,7 @@ enum SMPMain {
 /// argument parser expects them.
 enum GlobalOptionPlacement {
     static let flags: Set<String> = ["--json", "-v", "-vv", "-vvv", "--verbose"]
-    static let valued: Set<String> = ["--device", "-d", "--timeout"]
+    static let valued: Set<String> = ["--device", "-d", "--timeout", "--devices", "--max-parallel", "--junit"]
 
     static func reorder(_ arguments: [String]) -> [String] {
         var moved: [String] = []

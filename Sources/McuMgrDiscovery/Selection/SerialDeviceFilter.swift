@@ -4,7 +4,8 @@ import McuManager
 /// `auto` (the one SMP device present), `usb:1915` (vendor), `usb:1915:520f` (vendor and product),
 /// `usb:serial=000683` (serial number), `usb:1915:520f?serial=...&interface=2`. Other query options
 /// (`baud=`, `framing=`, ...) are kept for the serial URI the filter resolves to; `wait=SECONDS` waits
-/// that long for a matching device to appear.
+/// that long for a matching device to appear; `all` selects every matching port (`usb:2fe3?all`) for
+/// commands that work on many devices at once.
 public struct SerialDeviceFilter: Sendable, CustomStringConvertible {
     /// `auto`: any port (except those the board table marks as not speaking SMP).
     public var isAuto: Bool
@@ -16,6 +17,8 @@ public struct SerialDeviceFilter: Sendable, CustomStringConvertible {
     public var path: String?
     /// How long to wait for a matching device to appear (0: do not wait).
     public var wait: Duration
+    /// Whether the filter selects every matching port (`all`) rather than exactly one.
+    public var selectsAll: Bool
     /// Options for the serial URI (`baud`, `framing`, `line`, `mtu`, `flow`), in order.
     public var transportOptions: [(key: String, value: String)]
     /// The text as given.
@@ -23,8 +26,8 @@ public struct SerialDeviceFilter: Sendable, CustomStringConvertible {
 
     public init(
         isAuto: Bool = false, vendorID: UInt16? = nil, productID: UInt16? = nil, serialNumber: String? = nil,
-        interfaceNumber: Int? = nil, path: String? = nil, wait: Duration = .zero, transportOptions: [(key: String, value: String)] = [],
-        text: String = ""
+        interfaceNumber: Int? = nil, path: String? = nil, wait: Duration = .zero, selectsAll: Bool = false,
+        transportOptions: [(key: String, value: String)] = [], text: String = ""
     ) {
         self.isAuto = isAuto
         self.vendorID = vendorID
@@ -33,6 +36,7 @@ public struct SerialDeviceFilter: Sendable, CustomStringConvertible {
         self.interfaceNumber = interfaceNumber
         self.path = path
         self.wait = wait
+        self.selectsAll = selectsAll
         self.transportOptions = transportOptions
         self.text = text
     }
@@ -120,6 +124,11 @@ public struct SerialDeviceFilter: Sendable, CustomStringConvertible {
                     throw McuMgrError(.usage, "wait=\(value) in \"\(text)\" must be a number of seconds (0-3600)")
                 }
                 wait = .milliseconds(Int64(seconds * 1000))
+            case "all":
+                guard ["", "1", "true", "yes", "on"].contains(value.lowercased()) else {
+                    throw McuMgrError(.usage, "all=\(value) in \"\(text)\": write all alone to select every matching port")
+                }
+                selectsAll = true
             default:
                 transportOptions.append((key, value))
             }

@@ -52,6 +52,38 @@ public struct SerialDeviceSelector: Sendable {
         }
     }
 
+    /// Every port `filter` matches, for commands that work on many devices (a filter with `all`): waits up
+    /// to the filter's `wait` for the first one to appear; `auto` keeps only the ports that answer an SMP
+    /// probe (it matches any port), a `usb:` filter keeps every match.
+    /// - Throws: `McuMgrError` of kind `.transport` when nothing matches (or, for `auto`, nothing answers),
+    ///   listing what was found.
+    public func selectAll(_ filter: SerialDeviceFilter) async throws -> [SerialDeviceSelection] {
+        var all = discovery.devices()
+        var candidates = all.filter(filter.matches)
+        if candidates.isEmpty, filter.wait > .zero {
+            discovery.logger.debug("no device matches \(filter) yet; waiting up to \(filter.wait)")
+            if let device = try await waitForMatch(filter) {
+                all = discovery.devices()
+                candidates = all.filter(filter.matches)
+                if candidates.isEmpty { candidates = [device] }
+            }
+        }
+        guard !candidates.isEmpty else { throw McuMgrError(.transport, Self.noMatchMessage(filter, all: all)) }
+        guard filter.isAuto else {
+            return candidates.map {
+                SerialDeviceSelection(device: $0, uri: filter.uri(for: $0), reason: "one of the \(candidates.count) matches")
+            }
+        }
+        let results = await prober.probe(candidates)
+        let answering = results.filter(\.answered)
+        guard !answering.isEmpty else { throw McuMgrError(.transport, Self.ambiguousMessage(filter, results: results)) }
+        return answering.map {
+            SerialDeviceSelection(
+                device: $0.device, uri: filter.uri(for: $0.device),
+                reason: "one of the \(answering.count) of \(candidates.count) ports that answered SMP")
+        }
+    }
+
     /// Waits (up to the filter's `wait`) for a matching port to appear.
     private func waitForMatch(_ filter: SerialDeviceFilter) async throws -> SerialDevice? {
         let monitor = SerialDeviceMonitor(discovery: discovery, rescanInterval: .milliseconds(250))

@@ -52,6 +52,7 @@ struct DFUCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var fleet: FleetOptions
 
     @Argument(help: "The firmware package: a signed MCUboot image (.bin), a dfu_application.zip, or a SUIT envelope (.suit).")
     var package: String
@@ -119,11 +120,24 @@ struct DFUCommand: AsyncParsableCommand {
             }
             return
         }
-        try await CommandRunner.run(global) { context in try await upgrade(context) }
+        let texts: [String]
+        do {
+            texts = try DeviceList.texts(global)
+        } catch let error as McuMgrError {
+            CommandRunner.report(error, json: global.json)
+            throw ExitCode(ExitStatus.code(for: error.kind))
+        }
+        if DeviceList.isFleet(global, texts: texts) {
+            try await upgradeFleet()
+            return
+        }
+        try await FleetRunner.runSingle(command: "smp dfu", global: global, options: fleet) { context in
+            try await upgrade(context)
+        }
     }
 
-    private func upgrade(_ context: CommandContext) async throws {
-        let package = try McuMgrPackage(url: try LocalFiles.readable(self.package))
+    /// The SUIT resources named with --resource, read.
+    private func resourceData() throws -> [String: Data] {
         var resourceData: [String: Data] = [:]
         for resource in resources {
             let parts = resource.split(separator: "=", maxSplits: 1).map(String.init)
@@ -134,7 +148,11 @@ struct DFUCommand: AsyncParsableCommand {
                 throw McuMgrError(.file, "cannot read \(parts[1]): \(describeFileError(error))")
             }
         }
-        let configuration = FirmwareUpgradeConfiguration(
+        return resourceData
+    }
+
+    private func upgradeConfiguration() throws -> FirmwareUpgradeConfiguration {
+        FirmwareUpgradeConfiguration(
             upgradeMode: try Self.parseMode(mode),
             bootloaderMode: try bootloaderMode.map(Self.parseBootloaderMode),
             eraseAppSettings: eraseSettings,
@@ -144,6 +162,48 @@ struct DFUCommand: AsyncParsableCommand {
             byteAlignment: alignment,
             reassemblyBufferSize: reassemblyBuffer,
             performReset: !noReset)
+    }
+
+    /// The upgrade of many devices at once (`McuMgrFleet.upgrade`), each with its own session.
+    private func upgradeFleet() async throws {
+        let package: McuMgrPackage
+        let resources: [String: Data]
+        let configuration: FirmwareUpgradeConfiguration
+        do {
+            package = try McuMgrPackage(url: try LocalFiles.readable(self.package))
+            resources = try resourceData()
+            configuration = try upgradeConfiguration()
+        } catch let error as McuMgrError {
+            CommandRunner.report(error, json: global.json)
+            throw ExitCode(ExitStatus.code(for: error.kind))
+        }
+        let upload = global.uploadConfiguration()
+        let options = FirmwareUpgradeManager.Options(firstChunkTimeout: upload.firstChunkTimeout, chunkTimeout: upload.chunkTimeout)
+        let json = global.json
+        let verbose = global.verbose
+        try await FleetRunner.run(
+            command: "smp dfu", global: global, options: fleet, dfu: true,
+            before: { DFUView(json: json, verbose: verbose).describe(package: package) },
+            work: { fleet, _ in
+                await fleet.upgrade(images: package.images, configuration: configuration, options: options, resources: resources)
+            },
+            outcome: { result in
+                var fields: [CBORMapEntry] = []
+                if case .map(let entries) = DFUView.resultItem(result, t: .null) {
+                    fields = entries.filter { !["event", "status", "t"].contains($0.key.string ?? "") }
+                }
+                var summary = DFUView.summaryText(result)
+                if let active = result.finalImages.first(where: { $0.active && $0.image == 0 }) {
+                    summary += ", runs \(active.version)"
+                }
+                return FleetOutcome(summary: summary, fields: fields)
+            })
+    }
+
+    private func upgrade(_ context: CommandContext) async throws {
+        let package = try McuMgrPackage(url: try LocalFiles.readable(self.package))
+        let resourceData = try resourceData()
+        let configuration = try upgradeConfiguration()
         let view = DFUView(json: context.json, verbose: global.verbose)
         view.describe(package: package)
         // A board picked by a discovery filter (usb:..., auto) is followed across its resets, even when it

@@ -119,7 +119,7 @@ struct DevicesCommand: AsyncParsableCommand {
 
     /// --device as a filter: discovery filters as they are, a serial URI as a filter on its path.
     private func deviceFilter() throws -> SerialDeviceFilter? {
-        guard let text = global.device, !text.isEmpty else { return nil }
+        guard let text = try DeviceList.single(global), !text.isEmpty else { return nil }
         if SerialDeviceFilter.isFilter(text) { return try SerialDeviceFilter(parsing: text) }
         let uri = try McuMgrDeviceURI(parsing: text)
         guard uri.scheme == .serial else {

@@ -29,7 +29,7 @@ struct FSCommand: AsyncParsableCommand {
         ])
     }
 
-    struct Upload: DeviceCommand {
+    struct Upload: FleetCommand {
         static let configuration = CommandConfiguration(
             commandName: "upload",
             abstract: "Upload a local file to the device and verify it with the device's hash.",
@@ -40,8 +40,13 @@ struct FSCommand: AsyncParsableCommand {
                 the device's length and SHA-256 (else CRC-32, else the length alone) must match the local \
                 file; a short file is completed from the device's offset. Ctrl-C stops the upload (exit 130); \
                 run the command again to resume.
+
+                Takes many devices (--device repeated, --devices FILE, usb:...?all): each gets the file at \
+                once, in its own session; see `smp dfu --help`.
                 """)
+        static let reportName = "smp fs upload"
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var fleet: FleetOptions
         @Argument(help: "The local file.") var local: String
         @Argument(help: "The absolute path on the device, e.g. /lfs1/data.bin.") var remote: String
         @Option(help: "Chunks in flight at once (default: the device's buf_count - 1).") var pipeline: Int?
@@ -52,6 +57,21 @@ struct FSCommand: AsyncParsableCommand {
         func validate() throws {
             guard remote.hasPrefix("/") else { throw ValidationError("the device path must be absolute, e.g. /lfs1/\(remote)") }
             if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1...32") }
+        }
+
+        func run() async throws { try await runOnDevices() }
+
+        func prepareFleet() throws { _ = try LocalFiles.readable(local) }
+
+        func run(session: McuMgrFleet.Session, target: FleetTarget) async throws -> FleetOutcome {
+            let url = try LocalFiles.readable(local)
+            let result = try await FileSystemManager(client: session.client).upload(
+                url, to: remote, verify: !noVerify, resume: !restart,
+                configuration: global.uploadConfiguration(pipelineDepth: pipeline, maximumChunkSize: chunkSize)
+            ) { session.reportProgress(bytes: $0.bytesTransferred, total: $0.totalBytes) }
+            return FleetOutcome(
+                summary: FSCommand.summary("uploaded", result),
+                fields: FSCommand.item(result, local: local, remote: remote).mapEntries ?? [])
         }
 
         func run(context: CommandContext) async throws {

@@ -73,7 +73,7 @@ struct ImageCommand: AsyncParsableCommand {
         }
     }
 
-    struct Upload: DeviceCommand {
+    struct Upload: FleetCommand {
         static let configuration = CommandConfiguration(
             commandName: "upload",
             abstract: "Upload an MCUboot image (.bin) to the secondary slot; resumes an interrupted upload.",
@@ -81,8 +81,13 @@ struct ImageCommand: AsyncParsableCommand {
                 An application puts the upload in the secondary slot of the image (slot 1 of image 0; for \
                 Direct-XIP the inactive slot). MCUboot's serial recovery puts it in the primary slot (slot \
                 0) and has no test or confirm: reset the device to boot it (`smp dfu` does all of this).
+
+                Takes many devices (--device repeated, --devices FILE, usb:...?all): each gets the image at \
+                once, in its own session; see `smp dfu --help`.
                 """)
+        static let reportName = "smp image upload"
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var fleet: FleetOptions
         @Argument(help: "The image file.") var file: String
         @Option(help: "Image number (0 = application core, 1 = network core, ...).") var image: Int = 0
         @Option(help: "Chunks in flight at once (default: the device's buf_count - 1).") var pipeline: Int?
@@ -96,6 +101,42 @@ struct ImageCommand: AsyncParsableCommand {
             guard [1, 2, 4, 8, 16].contains(alignment) else { throw ValidationError("--alignment must be 1, 2, 4, 8 or 16") }
             if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1...32") }
             if let chunkSize, chunkSize < 32 { throw ValidationError("--chunk-size must be at least 32") }
+        }
+
+        func run() async throws { try await runOnDevices() }
+
+        func prepareFleet() throws {
+            let url = try LocalFiles.readable(file)
+            if !noCheck { try McuMgrImage(contentsOf: url).verify() }
+        }
+
+        func run(session: McuMgrFleet.Session, target: FleetTarget) async throws -> FleetOutcome {
+            let url = try LocalFiles.readable(file)
+            let configuration = global.uploadConfiguration(
+                pipelineDepth: pipeline, byteAlignment: alignment, maximumChunkSize: chunkSize)
+            let result = try await ImageManager(client: session.client).upload(
+                file: url, image: image, upgrade: upgrade ? true : nil, configuration: configuration
+            ) { progress in
+                session.reportProgress(bytes: progress.bytesTransferred, total: progress.totalBytes)
+            }
+            return FleetOutcome(summary: summary(result), fields: fields(result))
+        }
+
+        private func fields(_ result: UploadResult) -> [CBORMapEntry] {
+            CBOR.textMap([
+                "file": .text(file), "image": .int(image), "len": .int(result.totalBytes),
+                "resumed_from": .int(result.resumedFrom), "chunk_size": .int(result.chunkSize),
+                "pipeline": .int(result.pipelineDepth), "seconds": .double(result.duration.seconds),
+            ]).mapEntries ?? []
+        }
+
+        private func summary(_ result: UploadResult) -> String {
+            let seconds = result.duration.seconds
+            let rate = seconds > 0 ? Double(result.totalBytes) / seconds : 0
+            var text = "uploaded \(Terminal.bytes(Double(result.totalBytes))) to image \(image) in "
+                + String(cFormat: "%.2f s", seconds) + " (\(Terminal.bytes(rate))/s)"
+            if result.resumedFrom > 0 { text += ", resumed at offset \(result.resumedFrom)" }
+            return text
         }
 
         func run(context: CommandContext) async throws {

@@ -15,13 +15,25 @@ struct OSCommand: AsyncParsableCommand {
             Bootloader.self,
         ])
 
-    struct Echo: DeviceCommand {
-        static let configuration = CommandConfiguration(commandName: "echo", abstract: "Send text; the device echoes it back.")
+    struct Echo: FleetCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "echo", abstract: "Send text; the device echoes it back.",
+            discussion: "Takes many devices (--device repeated, --devices FILE): each one is asked at once; see `smp dfu --help`.")
+        static let reportName = "smp os echo"
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var fleet: FleetOptions
         @Argument(help: "The text to echo.") var text: [String]
+
+        func run() async throws { try await runOnDevices() }
 
         func run(context: CommandContext) async throws {
             try await context.run(EchoRequest(text: text.joined(separator: " "))) { $0.text }
+        }
+
+        func run(session: McuMgrFleet.Session, target: FleetTarget) async throws -> FleetOutcome {
+            let item = try await session.client.sendItem(EchoRequest(text: text.joined(separator: " ")))
+            let response = try McuMgrClient.decode(EchoRequest.Response.self, from: item, operation: EchoRequest.operationName)
+            return FleetOutcome(summary: response.text, fields: item.mapEntries ?? [])
         }
     }
 
@@ -100,7 +112,7 @@ struct OSCommand: AsyncParsableCommand {
         }
     }
 
-    struct Reset: DeviceCommand {
+    struct Reset: FleetCommand {
         static let configuration = CommandConfiguration(
             commandName: "reset", abstract: "Reset (reboot) the device.",
             discussion: """
@@ -109,15 +121,39 @@ struct OSCommand: AsyncParsableCommand {
                 and MCUboot installs an image marked with `image test` or `image confirm` before the \
                 application starts again. An application may refuse (rc 10, busy) unless --force; \
                 --boot-mode 1 restarts into MCUboot's serial recovery or the firmware loader where built in.
+
+                Takes many devices (--device repeated, --devices FILE, usb:...?all): each is reset at once; \
+                see `smp dfu --help`.
                 """)
+        static let reportName = "smp os reset"
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var fleet: FleetOptions
         @Flag(help: "Reset even if the application's reset hook objects.") var force = false
         @Option(help: "Boot mode after reset (0 normal, 1 bootloader / firmware loader).") var bootMode: Int?
+
+        func run() async throws { try await runOnDevices() }
 
         func run(context: CommandContext) async throws {
             let follower = await ResetFollowing.prepare(context)
             try await context.run(ResetRequest(force: force, bootMode: bootMode)) { _ in "reset requested" }
             await ResetFollowing.finish(follower, context)
+        }
+
+        func run(session: McuMgrFleet.Session, target: FleetTarget) async throws -> FleetOutcome {
+            let item = try await session.client.sendItem(ResetRequest(force: force, bootMode: bootMode))
+            guard let follower = target.follower else {
+                return FleetOutcome(summary: "reset requested", fields: item.mapEntries ?? [])
+            }
+            // A board's own USB leaves the bus: wait until it is back, so that the next command finds it.
+            do {
+                let device = try await follower.reconnected(within: .milliseconds(Int64(max(30, global.timeout) * 1000)))
+                return FleetOutcome(
+                    summary: "reset; back at serial:\(device.path)",
+                    fields: (item.mapEntries ?? []) + [.init(key: "back_at", value: .text("serial:\(device.path)"))])
+            } catch let error as McuMgrError {
+                session.log("warning: \(error.message)", level: .warning)
+                return FleetOutcome(summary: "reset requested; the board did not come back: \(error.message)", fields: item.mapEntries ?? [])
+            }
         }
     }
 

@@ -12,16 +12,20 @@ import McuMgrCore
 final class DFUView: @unchecked Sendable {
     let json: Bool
     let verbose: Bool
-    private let tty = Terminal.stdoutIsTTY
+    /// Put before every line (a device's name in a multi-device run).
+    let prefix: String
+    private let tty: Bool
     private let lock = NIOLock()
     private let start = Date()
     private var bar: ProgressBar?
     private var barImage: (Int, String)?
     private var lastPlainPercent = -1
 
-    init(json: Bool, verbose: Bool) {
+    init(json: Bool, verbose: Bool, prefix: String = "", tty: Bool = Terminal.stdoutIsTTY) {
         self.json = json
         self.verbose = verbose
+        self.prefix = prefix
+        self.tty = tty
     }
 
     private var elapsed: Double { Date().timeIntervalSince(start) }
@@ -88,7 +92,7 @@ final class DFUView: @unchecked Sendable {
         case .log(let entry):
             switch entry.level {
             case .trace, .debug:
-                if verbose { endBar(); Terminal.error("  \(entry.message)") }
+                if verbose { endBar(); Terminal.error("\(prefix)  \(entry.message)") }
             case .info, .notice:
                 endBar()
                 line("  \(entry.message)")
@@ -117,7 +121,7 @@ final class DFUView: @unchecked Sendable {
         }
     }
 
-    private func line(_ text: String) { Terminal.print(text) }
+    private func line(_ text: String) { Terminal.print(prefix + text) }
 
     private func endBar() {
         bar?.finish()
@@ -173,7 +177,8 @@ final class DFUView: @unchecked Sendable {
 
     // MARK: JSON
 
-    private func jsonItem(_ event: FirmwareUpgradeEvent) -> CBOR? {
+    /// The JSON object of `event`; nil for what is not shown (debug logs without -v).
+    func jsonItem(_ event: FirmwareUpgradeEvent) -> CBOR? {
         let t = CBOR.double((elapsed * 1000).rounded() / 1000)
         switch event {
         case .started(_, let c):
@@ -201,7 +206,7 @@ final class DFUView: @unchecked Sendable {
         case .resumed(let state):
             return .textMap(["event": "resumed", "state": .text(state.rawValue), "t": t])
         case .completed(let result):
-            return resultItem(result, t: t)
+            return Self.resultItem(result, t: t)
         case .failed(let state, let error):
             return .textMap([
                 "event": "result", "status": "failed", "state": .text(state.rawValue), "kind": .text(error.kind.rawValue),
@@ -212,7 +217,7 @@ final class DFUView: @unchecked Sendable {
         }
     }
 
-    private func resultItem(_ result: FirmwareUpgradeResult, t: CBOR) -> CBOR {
+    static func resultItem(_ result: FirmwareUpgradeResult, t: CBOR) -> CBOR {
         let s = result.summary
         return .textMap([
             "event": "result", "status": "success", "mode": .text(DFUCommand.modeName(s.mode)),
