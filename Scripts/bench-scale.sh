@@ -3,9 +3,11 @@
 # `smp-sim --count N`, release build. Also the last part of Scripts/bench.sh (`bash Scripts/bench.sh scale`
 # runs it alone).
 # The boards behave like the real builds, so that the times are honest:
-#   - smp-sim --like native_sim_udp: 2 SMP buffers of 2048 bytes; a UDP request holds two of them until it is
-#     answered on the device's 10 ms tick, and a datagram that finds none is dropped (one chunk per board
-#     in flight, one answer per tick at most: ~100 chunks/s per board, as the real build measures);
+#   - the UDP link of the shared native_sim_udp build (smp-sim's Zephyr UDP receive model with its
+#     --buf-size 2048 --buf-count 2): a request holds two SMP buffers until it is answered on the device's
+#     10 ms tick, and a datagram that finds none is dropped (one chunk per board in flight, one answer per
+#     tick at most, as the real build measures); unlike that build (`--like native_sim_udp`, which has no
+#     MCUboot and no image group) the boards have MCUboot's image group, as a networked board with MCUboot;
 #   - MCUboot swap-using-scratch: after the reset the board stays silent for the 250 ms reset delay, the
 #     swap (--swap-time, default 2 s: a real MCUboot swap of a 160 KiB image takes seconds) and a 50 ms boot;
 #   - a 160 KiB imgtool-signed image (version 1.2.3), smp dfu in its default mode (confirm-only: upload,
@@ -47,7 +49,8 @@ fw_size=$(stat -c %s "$work/fw.bin")
 
 # Whether this smp upgrades several boards in one process (the fleet CLI: repeatable --device, --max-parallel).
 fleet=0
-if "$smp" dfu --help 2>&1 | grep -q -- '--max-parallel'; then fleet=1; fi
+# (grep reads all of the help, no -q: under pipefail an early exit would fail the pipeline.)
+if "$smp" dfu --help 2>&1 | grep -- '--max-parallel' >/dev/null; then fleet=1; fi
 
 clock_ticks=$(getconf CLK_TCK)
 # CPU seconds (user + system) a process has used so far: cpu_seconds PID
@@ -60,7 +63,8 @@ status_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
 scale_sim_start() {
     local n="$1" i
     : >"$work/sim.out"
-    "$sim" --count "$n" --like native_sim_udp --udp 127.0.0.1:0 --swap-time "$swap" >"$work/sim.out" 2>"$work/sim.err" &
+    "$sim" --count "$n" --buf-size 2048 --buf-count 2 --udp-queue zephyr --udp 127.0.0.1:0 --swap-time "$swap" \
+        >"$work/sim.out" 2>"$work/sim.err" &
     sim_pid=$!
     for i in $(seq 400); do
         [[ $(grep -c '^udp ' "$work/sim.out") -ge "$n" ]] && break
@@ -101,13 +105,13 @@ scale_run() {
     sim_cpu0=$(cpu_seconds "$sim_pid")
     t0=$(date +%s.%N)
     if [[ "$how" == one ]]; then
-        local args=()
-        while read -r uri; do args+=(--device "$uri"); done <"$work/devices.txt"
-        ((fleet)) && args+=(--max-parallel "$n")
+        # One board: the plain single-device command; many: the fleet CLI's device file.
+        local args=(--device "$(head -n 1 "$work/devices.txt")")
+        ((n > 1)) && args=(--devices "$work/devices.txt" --max-parallel "$n")
         /usr/bin/time -f '%M %U %S' -o "$work/time.one" \
             "$smp" dfu "${args[@]}" --swap-time "$swap" "$work/fw.bin" >"$work/dfu.out" 2>&1 || status=$?
-        read -r rss user system <"$work/time.one"
-        cpu=$("$py" -c "print($user + $system)")
+        # (After a failure time's first line says so.)
+        read -r rss user system < <(tail -n 1 "$work/time.one")
     else
         local pids=() i=0
         while read -r uri; do
@@ -118,7 +122,7 @@ scale_run() {
         done <"$work/devices.txt"
         for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
         # The sum of the processes' peak RSS and CPU.
-        read -r rss cpu < <(cat "$work"/time.[0-9]* | awk '{ rss += $1; cpu += $2 + $3 } END { print rss, cpu }')
+        read -r rss user system < <(tail -q -n 1 "$work"/time.[0-9]* | awk '{ rss += $1; u += $2; s += $3 } END { print rss, u, s }')
     fi
     t1=$(date +%s.%N)
     if ((status != 0)); then
@@ -127,6 +131,7 @@ scale_run() {
         exit 1
     fi
     local hwm sim_cpu
+    cpu=$("$py" -c "print($user + $system)")
     hwm=$(status_kb "$sim_pid" VmHWM)
     sim_cpu=$("$py" -c "print($(cpu_seconds "$sim_pid") - $sim_cpu0)")
     check_boards
@@ -144,8 +149,8 @@ best_run() {
 }
 
 load="$(cut -d' ' -f1-3 /proc/loadavg)"
-echo "scale: boards = smp-sim --count N --like native_sim_udp (2 x 2048-byte SMP buffers, one request per board answered"
-echo "  per 10 ms tick, datagrams beyond the free buffers dropped), MCUboot swap-scratch silent 0.25 s + ${swap} s swap + 0.05 s boot"
+echo "scale: boards = smp-sim --count N with native_sim_udp's UDP link (2 x 2048-byte SMP buffers, one request per board"
+echo "  answered per 10 ms tick, datagrams beyond the free buffers dropped) and MCUboot swap-scratch: silent 0.25 s + ${swap} s swap + 0.05 s boot"
 echo "  after the reset; image ${fw_size} B (imgtool, 1.2.3); smp dfu confirm-only --swap-time ${swap}; best of ${runs};"
 echo "  $(nproc) cores, load average ${load} at the start"
 

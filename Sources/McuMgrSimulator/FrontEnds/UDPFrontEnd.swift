@@ -42,13 +42,18 @@ public final class UDPFrontEnd: Sendable {
     /// The bound address (with the real port when 0 was asked for).
     public var localAddress: SocketAddress? { channel.withLockedValue { $0?.localAddress } }
 
+    /// The open socket (tests read its options).
+    var boundChannel: (any Channel)? { channel.withLockedValue { $0 } }
+
     @discardableResult
     public func start() async throws -> SocketAddress {
         let handler = UDPSimulatorHandler(
             device: device, latency: latency, faults: faults.isEmpty ? nil : FaultPlan(faults, stream: faultStream),
             receiveQueue: emulatesBuffers ? UDPReceiveQueue(bufferCount: device.configuration.bufferCount) : nil)
+        // SO_REUSEADDR only for a port asked for by number: with it, Linux may give port 0 a port another
+        // socket with the option already has (seen: two of 64 devices of one smp-sim on the same port).
         let channel = try await DatagramBootstrap(group: group)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.socketOption(.so_reuseaddr), value: port == 0 ? 0 : 1)
             .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
