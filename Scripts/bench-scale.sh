@@ -21,7 +21,8 @@
 # Then smp-sim's idle CPU with 64 devices (no timers run while no request is pending).
 # Usage: Scripts/bench-scale.sh [--no-build]
 #   env: BENCH_RUNS=3, BENCH_SCALE_COUNTS="1 16 64", BENCH_SCALE_SWAP=2 (seconds),
-#        BENCH_SCALE_IMAGE=163840 (bytes), BENCH_SCALE_IDLE=5 (seconds)
+#        BENCH_SCALE_IMAGE=163840 (bytes), BENCH_SCALE_IDLE=5 (seconds),
+#        BENCH_SCALE_SEPARATE_MAX=64 (the most boards run as separate smp processes)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,6 +32,7 @@ counts=(${BENCH_SCALE_COUNTS:-1 16 64})
 swap="${BENCH_SCALE_SWAP:-2}"
 image_size="${BENCH_SCALE_IMAGE:-163840}"
 idle_seconds="${BENCH_SCALE_IDLE:-5}"
+separate_max="${BENCH_SCALE_SEPARATE_MAX:-64}"
 size=4096  # bench_workdir's payload (unused here)
 
 bash Scripts/setup.sh
@@ -166,7 +168,8 @@ else
     one[1]=$best
 fi
 for n in "${counts[@]}"; do
-    if ((n > 1)); then
+    # (Each smp process holds ~22 MB: 256 of them would take 5.6 GB.)
+    if ((n > 1 && n <= separate_max)); then
         best_run "$n" separate
         separate[$n]=$best
     fi
