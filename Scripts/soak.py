@@ -129,6 +129,12 @@ def classify(kind, size, status, out, err, seconds, check):
         return Outcome(kind, size, "hang", seconds, f"died of signal {-status}; stderr: " + err.strip()[-300:])
     if status != 0:
         message = err.strip()
+        if not message:
+            # Under --json the error is the JSON object on stdout: {"error": {"message": ...}}.
+            try:
+                message = json.loads(out.strip().splitlines()[-1])["error"]["message"].strip()
+            except (ValueError, IndexError, KeyError, TypeError):
+                message = ""
         if status in ERROR_EXITS and message:
             return Outcome(kind, size, "error", seconds, f"exit {status}: " + message.splitlines()[-1][:200])
         return Outcome(kind, size, "unclear", seconds, f"exit {status} without a clear message: {message[-300:]}")

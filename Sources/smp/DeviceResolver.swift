@@ -51,7 +51,8 @@ enum DeviceResolver {
             return SerialTransport(configuration: configuration, logger: logger)
         case .udp:
             try checkOptions(uri, allowed: ["mtu", "retransmit"])
-            var configuration = UDPTransport.Configuration(host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort)
+            var configuration = UDPTransport.Configuration(
+                host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort, roundTripMemory: .standard)
             if let mtu = try uri.intOption("mtu", in: 32...UDPTransport.largestDatagram) { configuration.mtu = mtu }
             if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return UDPTransport(configuration: configuration)

@@ -29,6 +29,10 @@ struct SMP: AsyncParsableCommand {
             Discovery (see `smp devices`): auto (the one SMP device present), usb:VID[:PID], \
             usb:serial=SN, usb:VID:PID?serial=SN&interface=N (add &baud=N, &wait=SECONDS).
 
+            Many devices at once (dfu, image upload, fs upload, os echo, os reset): --device repeated, \
+            --devices FILE (one per line), or a filter with all (usb:2fe3?all); --max-parallel N, \
+            --junit FILE. See `smp dfu --help`.
+
             Exit codes: 0 success, 1 the device answered with an error, 64 usage error, 66 local file \
             error, 69 transport failure, 75 timeout, 76 protocol error, 130 interrupted (SIGINT/Ctrl-C or \
             SIGTERM: the command stops cleanly, removes a partial download, and an interrupted upload \

@@ -104,3 +104,34 @@ struct UDPWindowTests {
         }
     }
 }
+
+@Suite(.serialized)
+struct RoundTripMemoryEndToEndTests {
+    @Test func aSecondRunStartsFromTheRoundTripTheFirstMeasured() async throws {
+        try TestEnvironment.requireBinaries()
+        try await withSimulator(.udp) { session in
+            let cache = session.directory.path("cache")
+            let environment = ["XDG_CACHE_HOME": cache]
+            let first = expectSuccess(
+                try await ProcessRunner.run(
+                    TestEnvironment.smp, ["--device", session.device, "-v", "os", "echo", "one"], environment: environment))
+            #expect(!first.stderr.contains("remembered"), "\(first.stderr)")
+            let file = URL(fileURLWithPath: cache).appendingPathComponent("smp/round-trips.json")
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: [String: Int]]
+            let entry = try #require(object?.values.first)
+            #expect(object?.count == 1)
+            #expect((entry["srtt_us"] ?? -1) >= 0 && (entry["srtt_us"] ?? .max) < 10_000_000)
+            let second = expectSuccess(
+                try await ProcessRunner.run(
+                    TestEnvironment.smp, ["--device", session.device, "-v", "os", "echo", "two"], environment: environment))
+            #expect(second.stdout == "two\n")
+            #expect(second.stderr.contains("round trip remembered from an earlier connection"), "\(second.stderr)")
+            // SMP_NO_CACHE turns the memory off.
+            let off = expectSuccess(
+                try await ProcessRunner.run(
+                    TestEnvironment.smp, ["--device", session.device, "-v", "os", "echo", "three"],
+                    environment: environment.merging(["SMP_NO_CACHE": "1"]) { $1 }))
+            #expect(!off.stderr.contains("remembered"), "\(off.stderr)")
+        }
+    }
+}

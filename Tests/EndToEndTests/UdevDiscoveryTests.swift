@@ -154,6 +154,12 @@ struct UdevDiscoveryTests {
                 Bed.smp("ambiguous", ["--device", "usb:1366", "os", "echo", "x"]),
                 Bed.smp("nomatch", ["--device", "usb:2fe3:0100", "os", "echo", "x"]),
                 Bed.smp("badfilter", ["--device", "usb:12345", "os", "echo", "x"]),
+                // Many devices: every J-Link interface (none answers) and the Nordic board by its IDs.
+                Bed.smp("all", ["--json", "--timeout", "0.5", "--device", "usb:1366?all", "--device", "usb:1915:520f", "os", "echo", "all"]),
+                // auto?all: every port that answers SMP.
+                Bed.smp("autoall", ["--json", "--device", "auto?all", "os", "echo", "answering"]),
+                // A filter with all names many boards: not for a command that takes one.
+                Bed.smp("allsingle", ["--device", "usb:1366?all", "os", "params"]),
             ],
         ])
         #expect(report.error == nil, "\(report.error ?? "")")
@@ -177,6 +183,33 @@ struct UdevDiscoveryTests {
         #expect(nomatch.stderr.contains("no serial device matches usb:2fe3:0100; found: /dev/ttyACM0"), "\(nomatch)")
         expectStatus(report["badfilter"], SMPExit.usage)
         #expect(report["badfilter"].stderr.contains("4 hex digits"))
+
+        let all = report["all"]
+        expectStatus(all, SMPExit.timeout)  // both failures are timeouts: their exit code
+        let allResults = Self.fleetResults(all)
+        #expect(allResults.count == 3, "\(all)")
+        #expect(allResults["usb:1915:520f"]?["r"] as? String == "all", "\(all)")
+        let jlinkPorts = allResults.filter { $0.key.hasPrefix("serial:/dev/") }
+        #expect(jlinkPorts.count == 2, "\(all)")
+        #expect(jlinkPorts.values.allSatisfy { $0["kind"] as? String == "timeout" }, "\(all)")
+        let autoAll = expectSuccess(report["autoall"])
+        let answering = Self.fleetResults(autoAll)
+        #expect(Array(answering.keys) == ["serial:/dev/ttyACM0"], "\(autoAll)")
+        #expect(answering.values.first?["r"] as? String == "answering")
+        expectStatus(report["allsingle"], SMPExit.usage)
+        #expect(report["allsingle"].stderr.contains("selects every matching board"), "\(report["allsingle"])")
+    }
+
+    /// The `result` lines of a multi-device run's JSON, by device.
+    static func fleetResults(_ result: ProcessResult) -> [String: [String: Any]] {
+        var byDevice: [String: [String: Any]] = [:]
+        for line in result.stdout.split(separator: "\n") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                object["event"] as? String == "result", let device = object["device"] as? String
+            else { continue }
+            byDevice[device] = object
+        }
+        return byDevice
     }
 
     @Test func autoExplainsWhenNoBoardAnswersOrNoneIsThere() async throws {

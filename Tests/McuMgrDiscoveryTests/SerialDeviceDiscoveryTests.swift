@@ -132,7 +132,10 @@ struct SerialDeviceFilterTests {
         f = try SerialDeviceFilter(parsing: "usb:0x1366")
         #expect(f.vendorID == 0x1366 && f.productID == nil)
         f = try SerialDeviceFilter(parsing: "auto?baud=115200")
-        #expect(f.isAuto && f.transportOptions.count == 1)
+        #expect(f.isAuto && f.transportOptions.count == 1 && !f.selectsAll)
+        f = try SerialDeviceFilter(parsing: "usb:2fe3?all&baud=115200")
+        #expect(f.selectsAll && f.vendorID == 0x2fe3 && f.transportOptions.map(\.key) == ["baud"])
+        #expect(try SerialDeviceFilter(parsing: "auto?all").selectsAll)
         let device = SerialDevice(
             path: "/dev/ttyACM0", name: "ttyACM0", sysPath: "/sys/x",
             usb: USBSerialInfo(vendorID: 0x1915, productID: 0x520f, serialNumber: "ABC", interfaceNumber: 2))
@@ -147,7 +150,7 @@ struct SerialDeviceFilterTests {
     @Test(arguments: [
         ("usb:xyz", "USB IDs"), ("usb:1915:52g0", "product ID"), ("usb:1:2:3", "USB IDs"),
         ("usb:1915?interface=x", "interface number"), ("usb:1915?wait=-1", "seconds"), ("auto:1915", "after auto"),
-        ("usb:?serial=", "needs a value"),
+        ("usb:?serial=", "needs a value"), ("usb:2fe3?all=no", "write all alone"),
     ])
     func badFiltersSayWhatIsWrong(text: String, expected: String) {
         do {

@@ -72,9 +72,15 @@ public actor McuMgrClient {
         self.transport = transport
         self.configuration = configuration
         self.logger = logger
-        self.session = SMPSession(
-            configuration: configuration.session ?? transport.sessionDefaults,
-            initialSequence: UInt8.random(in: 0...255))
+        var session = configuration.session ?? transport.sessionDefaults
+        if configuration.session == nil, session.adaptiveRetransmit, session.retransmitInterval == nil,
+            let remembered = transport.roundTripMemory?.recall(transport.name)
+        {
+            session.rememberedRoundTrip = remembered
+            logger.debug(
+                "round trip remembered from an earlier connection: srtt \(remembered.smoothed.milliseconds) ms, rttvar \(remembered.variation.milliseconds) ms")
+        }
+        self.session = SMPSession(configuration: session, initialSequence: UInt8.random(in: 0...255))
         self.epoch = clock.now
     }
 
@@ -211,6 +217,9 @@ public actor McuMgrClient {
     public func close() async {
         let wasOpen: Bool
         if case .closed = link { wasOpen = false } else { wasOpen = true }
+        if wasOpen, let measured = session.roundTrips.measured {
+            transport.roundTripMemory?.remember(measured, for: transport.name)
+        }
         link = .closed
         linkGeneration += 1
         execute(session.linkFailed("the connection was closed"))

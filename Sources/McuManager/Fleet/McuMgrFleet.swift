@@ -30,7 +30,8 @@ import McuMgrCore
 public final class McuMgrFleet: Sendable {
     /// One device of the fleet.
     public struct Device: Sendable {
-        /// A name for people and reports, unique in the fleet (e.g. the device URI).
+        /// A name for people and reports (e.g. the device URI); give each device its own, since events and
+        /// results name it (they also carry the device's index).
         public var name: String
         /// Makes the device's transport when its turn comes (opened by its client on the first request).
         public var transport: @Sendable () async throws -> any McuMgrTransport
@@ -114,14 +115,12 @@ public final class McuMgrFleet: Sendable {
 
     /// Creates a fleet.
     /// - Parameters:
-    ///   - devices: the devices; their names must be unique.
+    ///   - devices: the devices, each with its own name.
     ///   - logger: given to every device's client (debug-level traces; nothing above unless wrong).
-    /// - Precondition: no two devices share a name.
     public init(
         devices: [Device], configuration: Configuration = .init(),
         logger: Logger = Logger(label: "mcumgr.fleet", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
-        precondition(Set(devices.map(\.name)).count == devices.count, "McuMgrFleet: device names must be unique")
         self.devices = devices
         self.configuration = configuration
         self.logger = logger

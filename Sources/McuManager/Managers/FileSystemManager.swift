@@ -116,14 +116,20 @@ public struct FileSystemManager: Sendable {
             let resumedFrom = start
             var completions = 0
             var restarted = false
+            var appendedRestarts = 0
             var deviceLength: Int?
+            var verification = Verification.skipped("not requested")
+            var transferred = Duration.zero
             while true {
                 if start < total || (total == 0 && completions == 0 && !restarted) {
                     do {
                         try await send(source, from: start, to: remote, configuration: configuration, progress: progress)
-                    } catch let error as McuMgrError where error.kind == .protocolViolation && !restarted {
-                        // The device's offset left the file (e.g. a repeated first chunk was appended to the
-                        // open file): close it and upload again from offset 0, which truncates it.
+                    } catch let error as McuMgrError where error.kind == .protocolViolation && appendedRestarts < 4 {
+                        // The device's offset left the file (a repeated first chunk was appended to the open
+                        // file): close it and upload again from offset 0, which truncates it. This shows at the
+                        // first chunk, so a few tries cost little (at 10% loss each way one first chunk in ten
+                        // is sent again after its answer was lost).
+                        appendedRestarts += 1
                         restarted = true
                         try await closeOpenFile()
                         start = 0
@@ -135,17 +141,38 @@ public struct FileSystemManager: Sendable {
                 if verify, start == 0, total > 0, completions == 0, !restarted {
                     // Sent from offset 0 (with the length) to the end: the device has closed the file. Its hash
                     // of all `total` bytes confirms length and content at once.
-                    let transferred = clock.now - started
-                    if let verification = try await verifyWhole(remote: remote, length: total, hashes: hashChoice, source: source) {
-                        return TransferResult(
-                            bytes: total, verification: verification, duration: clock.now - started,
-                            transferDuration: transferred, resumedFrom: resumedFrom)
+                    let sent = clock.now - started
+                    do {
+                        if let verification = try await verifyWhole(remote: remote, length: total, hashes: hashChoice, source: source) {
+                            return TransferResult(
+                                bytes: total, verification: verification, duration: clock.now - started,
+                                transferDuration: sent, resumedFrom: resumedFrom)
+                        }
+                    } catch let error as McuMgrError where error.kind == .protocolViolation {
+                        restarted = true
+                        try await restartAfterMismatch(remote, error)
+                        start = 0
+                        continue
                     }
                 }
                 // The device commits the file on close; until then stat and hash may see less.
                 try await closeOpenFile()
                 deviceLength = try await fileLength(remote)
-                guard let length = deviceLength, length != total else { break }
+                guard let length = deviceLength, length != total else {
+                    transferred = clock.now - started
+                    guard verify else { break }
+                    do {
+                        verification = try await self.verify(
+                            remote: remote, length: total, lengthChecked: deviceLength != nil, hashes: hashChoice
+                        ) { type in try LocalDigest.digest(type, of: source) }
+                        break
+                    } catch let error as McuMgrError where error.kind == .protocolViolation && !restarted {
+                        restarted = true
+                        try await restartAfterMismatch(remote, error)
+                        start = 0
+                        continue
+                    }
+                }
                 if total == 0 {
                     throw McuMgrError(
                         .protocolViolation,
@@ -166,13 +193,6 @@ public struct FileSystemManager: Sendable {
                 throw McuMgrError(
                     .protocolViolation,
                     "\(remote) on the device has \(length) bytes after the upload, the local file \(total); transfer the file again")
-            }
-            let transferred = clock.now - started
-            var verification = Verification.skipped("not requested")
-            if verify {
-                verification = try await self.verify(
-                    remote: remote, length: total, lengthChecked: deviceLength != nil, hashes: hashChoice
-                ) { type in try LocalDigest.digest(type, of: source) }
             }
             return TransferResult(
                 bytes: total, verification: verification, duration: clock.now - started,
@@ -429,6 +449,15 @@ public struct FileSystemManager: Sendable {
                 "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way, transfer the file again")
         }
         return used == "sha256" ? .sha256 : .crc32
+    }
+
+    /// After the device's copy turned out different from the local file: closes it, so that the next chunk
+    /// at offset 0 truncates it. A copy of a chunk that reached the device late or twice does that: Zephyr
+    /// appends a repeated offset-0 chunk to the file it has open and answers the next chunk with FS error
+    /// 11 and an offset that covers both copies, which reads like that chunk's acknowledgement.
+    private func restartAfterMismatch(_ remote: String, _ error: McuMgrError) async throws {
+        client.logger.warning("\(remote): \(error.message); uploading it again from offset 0")
+        try await closeOpenFile()
     }
 
     /// The device's hash of `remote` (its first `length` bytes when given) and the type it used: SHA-256 is

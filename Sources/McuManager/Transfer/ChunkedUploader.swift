@@ -15,7 +15,7 @@ public protocol ChunkedUploadTarget: Sendable {
     /// - Throws: `McuMgrError` for device errors (a busy device's `rc 10` is retried by the uploader).
     func deviceOffset(from packet: SMPPacket) throws -> Int
     /// Whether the device may spend seconds on the first chunk (an image slot's erase), so that it is not
-    /// resent sooner than `ChunkedUploader.firstChunkResendFloor`. Default: true.
+    /// resent sooner than the transport's `eraseResendFloor`. Default: true.
     var firstChunkMayErase: Bool { get }
 }
 
@@ -138,16 +138,16 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
             let data = try source.read(offset: chunk.offset, length: chunk.length)
             let payload = try Self.encode(target.request(offset: chunk.offset, data: data, totalSize: total))
             // Chunks the link loses are resent after the measured round-trip timeout. The chunk at offset 0
-            // may erase a slot for seconds: not resent within `firstChunkResendFloor` (a late copy is
-            // harmless: the device answers it with its offset, or rewrites the same first bytes).
+            // may erase a slot for seconds: not resent within the transport's `eraseResendFloor` (a late
+            // copy is harmless: the device answers it with its offset, or rewrites the same first bytes).
             let first = chunk.offset == 0
-            let eraseFloor = first && target.firstChunkMayErase
+            let eraseFloor = first && target.firstChunkMayErase ? client.transport.eraseResendFloor : nil
             submissions += 1
             let submission = submissions
             let handle = try await client.submit(
                 operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
                 payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
-                resendFloor: eraseFloor ? min(Self.firstChunkResendFloor, configuration.firstChunkTimeout / 4) : nil, name: name
+                resendFloor: eraseFloor.map { min($0, configuration.firstChunkTimeout / 4) }, name: name
             ) { result in sink.yield((chunk, submission, result)) }
             handles[chunk] = (handle, submission)
         }
@@ -267,8 +267,6 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     /// link for longer lines and bursts first (a probe the device does not answer costs a few round trips).
     static var probeThresholdBursts: Int { 16 }
 
-    /// The first chunk is not resent sooner than this: erasing a slot takes the device a while.
-    static var firstChunkResendFloor: Duration { .seconds(2) }
 
     /// The device's message limit and pipelining depth: the link's limits (`LinkLimits`), refined by the
     /// device's buffers (`os params`; without them one request at a time) and, on a serial console, by

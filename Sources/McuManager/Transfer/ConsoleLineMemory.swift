@@ -17,22 +17,12 @@ public struct ConsoleLineMemory: Sendable, Hashable {
     /// `$XDG_CACHE_HOME/smp/console-lines.json` (else `~/.cache/...`); nil when `SMP_NO_CACHE` is set or
     /// there is no home.
     public static var standard: ConsoleLineMemory? {
-        let environment = ProcessInfo.processInfo.environment
-        if let off = environment["SMP_NO_CACHE"], !off.isEmpty { return nil }
-        let base: URL
-        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
-            base = URL(fileURLWithPath: cache)
-        } else if let home = environment["HOME"], home.hasPrefix("/") {
-            base = URL(fileURLWithPath: home).appendingPathComponent(".cache")
-        } else {
-            return nil
-        }
-        return ConsoleLineMemory(file: base.appendingPathComponent("smp").appendingPathComponent("console-lines.json"))
+        DeviceCacheFile<Entry>.standardFile(named: "console-lines.json").map(ConsoleLineMemory.init(file:))
     }
 
     /// What was learned for `device`, if anything.
     public func recall(_ device: String) -> LinkLimits.ConsoleLines? {
-        guard let entry = entries()[device], let line = entry.line,
+        guard let entry = cache.entries()[device], let line = entry.line,
             let lines = entry.lines, (7...65_536).contains(line), (1...1024).contains(lines)
         else { return nil }
         return LinkLimits.ConsoleLines(length: line, count: lines)
@@ -43,25 +33,12 @@ public struct ConsoleLineMemory: Sendable, Hashable {
 
     /// Records what was learned for `device`. Failures to write are ignored: the memory only saves time.
     public func remember(_ lines: LinkLimits.ConsoleLines, for device: String) {
-        var all = entries()
-        all[device] = Entry(line: lines.length, lines: lines.count, seen: Int(Date().timeIntervalSince1970))
-        if all.count > Self.capacity {
-            let oldest = all.sorted { ($0.value.seen ?? 0) < ($1.value.seen ?? 0) }
-            for (key, _) in oldest.prefix(all.count - Self.capacity) { all[key] = nil }
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        guard let data = try? encoder.encode(all) else { return }
-        try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try? data.write(to: file, options: .atomic)
+        cache.store(
+            Entry(line: lines.length, lines: lines.count, seen: DeviceCacheFile<Entry>.now), for: device,
+            capacity: Self.capacity, seen: \.seen)
     }
 
-    private func entries() -> [String: Entry] {
-        guard let data = try? Data(contentsOf: file),
-            let object = try? JSONDecoder().decode([String: Entry].self, from: data)
-        else { return [:] }
-        return object
-    }
+    private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
     /// One device's entry; a field that is missing or not an integer reads as nil.
     private struct Entry: Codable {

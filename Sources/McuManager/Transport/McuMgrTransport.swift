@@ -40,6 +40,18 @@ public protocol McuMgrTransport: AnyObject, Sendable {
 
     /// Requests a device with `deviceBufferCount` SMP buffers (`buf_count`) takes in flight over this link.
     func framesInFlight(deviceBufferCount: Int) -> Int
+
+    /// Where the client keeps the device's measured round trip between connections (it starts the
+    /// adaptive resend timeout); nil (the default) to start from `sessionDefaults` every time.
+    var roundTripMemory: RoundTripMemory? { get }
+
+    /// The shortest wait before resending a request the device may take seconds to answer because it
+    /// erases flash first (the first chunk of an image upload): a copy sent sooner only queues behind the
+    /// erase, on a serial line in buffers the device needs for what follows. nil: resend it after the
+    /// measured timeout like any other request (datagram links, where a copy costs nothing, the device
+    /// drops what it has no buffer for, and a lost first chunk would otherwise cost the whole wait).
+    /// Default: 2 s.
+    var eraseResendFloor: Duration? { get }
 }
 
 extension McuMgrTransport {
@@ -47,6 +59,10 @@ extension McuMgrTransport {
 
     /// One buffer answers while the others hold requests.
     public func framesInFlight(deviceBufferCount: Int) -> Int { max(1, deviceBufferCount - 1) }
+
+    public var roundTripMemory: RoundTripMemory? { nil }
+
+    public var eraseResendFloor: Duration? { .seconds(2) }
 
     /// The packet limit is the MTU; the window ceiling is the session's (devices refine it with `buf_count`).
     public var linkLimits: LinkLimits {

@@ -22,6 +22,21 @@ public struct RoundTripEstimator: Sendable, Hashable, CustomStringConvertible {
         self.ceiling = max(floor, ceiling)
     }
 
+    /// Starts from round trips measured on an earlier connection to the same device (as Linux's TCP keeps
+    /// per destination): the first request then waits `smoothed + 4 * variation`, not `initial`, and the
+    /// first sample of this connection is smoothed into it as any later one.
+    public mutating func seed(_ remembered: SMPRoundTrip) {
+        guard smoothed == nil else { return }
+        smoothed = remembered.smoothed
+        variation = remembered.variation
+    }
+
+    /// What this estimator measured, to seed the next connection's; nil before the first sample.
+    public var measured: SMPRoundTrip? {
+        guard samples > 0, let smoothed else { return nil }
+        return SMPRoundTrip(smoothed: smoothed, variation: variation)
+    }
+
     /// Records one round trip of a request that was sent once.
     public mutating func record(_ sample: Duration) {
         samples += 1
@@ -56,6 +71,17 @@ public struct RoundTripEstimator: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         guard let smoothed else { return "rto \(timeout.milliseconds) ms (no samples)" }
         return "srtt \(smoothed.milliseconds) ms, rttvar \(variation.milliseconds) ms, rto \(timeout.milliseconds) ms"
+    }
+}
+
+/// A smoothed round trip and its variation, as kept between connections.
+public struct SMPRoundTrip: Sendable, Hashable {
+    public var smoothed: Duration
+    public var variation: Duration
+
+    public init(smoothed: Duration, variation: Duration) {
+        self.smoothed = smoothed
+        self.variation = variation
     }
 }
 

@@ -26,6 +26,9 @@ public struct SMPSessionConfiguration: Sendable, Hashable {
     public var version: SMPVersion
     /// Switch version when the device says it needs another (rc 12 / 13) or answers in v1.
     public var versionFallback: Bool
+    /// Round trips measured on an earlier connection to the device: the adaptive timeout starts from
+    /// them instead of `initialRetransmit`.
+    public var rememberedRoundTrip: SMPRoundTrip?
 
     public init(
         window: Int = 1, retransmitInterval: Duration? = nil, adaptiveRetransmit: Bool = false,
@@ -139,6 +142,7 @@ public struct SMPSession: Sendable {
         // loses much (a long frame on a noisy line), instead of waiting the rest of it out in silence.
         self.roundTrips = RoundTripEstimator(
             initial: configuration.initialRetransmit, floor: configuration.retransmitFloor, ceiling: .seconds(4))
+        if let remembered = configuration.rememberedRoundTrip { roundTrips.seed(remembered) }
     }
 
     /// How long the request with this sequence number has been on the link; nil when none is in flight.

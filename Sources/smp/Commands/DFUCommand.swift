@@ -49,6 +49,22 @@ struct DFUCommand: AsyncParsableCommand {
             single-slot), single-slot-ram-load, or a number.
 
             --json prints one JSON object per line: {"event":"state"|"progress"|"log"|"result"|...}.
+
+            Many devices: give --device several times, --devices FILE (one URI or filter per line; blank \
+            lines and # comments are left out; - reads standard input), or a discovery filter with all \
+            (usb:2fe3?all: every matching board; auto?all: every port that answers SMP). Each device gets \
+            its own link, session, progress and result; at most --max-parallel of them (default: all, at \
+            most 64) are worked on at once, and a board that goes silent or vanishes fails on its own \
+            --timeout without holding up the others. On a terminal one line per device is redrawn; \
+            otherwise every line starts with [DEVICE]. At the end a table (device, result, time, detail) \
+            goes to stdout and each failed device with its reason to stderr. With --json every event \
+            carries "device", then one {"event":"result","device":...} per device and a \
+            {"event":"summary",...}. --junit FILE writes a JUnit XML report (testsuite "smp dfu", one \
+            testcase per device, a failure's type is its kind). Exit status: 0 when every device \
+            succeeded; the failures' exit code when they all share one (e.g. 75: all timed out); else 1; \
+            130 when interrupted. image upload, fs upload, os echo and os reset take many devices the same \
+            way; the other commands take one. Given one --device (no --devices file, no filter with all), \
+            smp dfu works and prints as it always has.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -182,7 +198,7 @@ struct DFUCommand: AsyncParsableCommand {
         let json = global.json
         let verbose = global.verbose
         try await FleetRunner.run(
-            command: "smp dfu", global: global, options: fleet, dfu: true,
+            command: "smp dfu", global: global, options: fleet, resets: true,
             before: { DFUView(json: json, verbose: verbose).describe(package: package) },
             work: { fleet, _ in
                 await fleet.upgrade(images: package.images, configuration: configuration, options: options, resources: resources)

@@ -119,7 +119,10 @@ struct DevicesCommand: AsyncParsableCommand {
 
     /// --device as a filter: discovery filters as they are, a serial URI as a filter on its path.
     private func deviceFilter() throws -> SerialDeviceFilter? {
-        guard let text = try DeviceList.single(global), !text.isEmpty else { return nil }
+        guard global.devicesFile == nil, global.device.count <= 1 else {
+            throw McuMgrError(.usage, "smp devices takes one --device filter (e.g. usb:1915:520f), not several")
+        }
+        guard let text = global.device.first, !text.isEmpty else { return nil }
         if SerialDeviceFilter.isFilter(text) { return try SerialDeviceFilter(parsing: text) }
         let uri = try McuMgrDeviceURI(parsing: text)
         guard uri.scheme == .serial else {

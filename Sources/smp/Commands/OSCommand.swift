@@ -126,6 +126,7 @@ struct OSCommand: AsyncParsableCommand {
                 see `smp dfu --help`.
                 """)
         static let reportName = "smp os reset"
+        static let resetsDevices = true
         @OptionGroup var global: GlobalOptions
         @OptionGroup var fleet: FleetOptions
         @Flag(help: "Reset even if the application's reset hook objects.") var force = false

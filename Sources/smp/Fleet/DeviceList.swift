@@ -71,12 +71,18 @@ enum DeviceList {
         }
     }
 
+    /// What was read from standard input (it can be read once; the list is asked for more than once).
+    private static let standardInput = LockedBox<String?>(nil)
+
     /// The text of `path`, or of standard input for `-`.
     private static func read(_ path: String) throws -> String {
         if path == "-" {
+            if let text = standardInput.value { return text }
             var lines: [String] = []
             while let line = readLine() { lines.append(line) }
-            return lines.joined(separator: "\n")
+            let text = lines.joined(separator: "\n")
+            standardInput.set(text)
+            return text
         }
         let url = try LocalFiles.readable(path)
         do {
@@ -103,13 +109,12 @@ enum DeviceList {
         return McuMgrDeviceURI(scheme: uri.scheme, target: uri.target, port: uri.port).description.lowercased()
     }
 
-    /// The first device given twice, as its two spellings.
-    static func duplicate(in targets: [(name: String, uri: McuMgrDeviceURI)]) -> (String, String)? {
+    /// The first device given twice, as its two names; `targets` pairs each name with its ``identity(_:)``.
+    static func duplicate(in targets: [(name: String, key: String)]) -> (String, String)? {
         var seen: [String: String] = [:]
         for target in targets {
-            let key = identity(target.uri)
-            if let first = seen[key] { return (first, target.name) }
-            seen[key] = target.name
+            if let first = seen[target.key] { return (first, target.name) }
+            seen[target.key] = target.name
         }
         return nil
     }

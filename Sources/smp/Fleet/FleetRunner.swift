@@ -40,6 +40,8 @@ protocol FleetCommand: DeviceCommand, Sendable {
     var fleet: FleetOptions { get }
     /// The command's name in reports, e.g. "smp os echo".
     static var reportName: String { get }
+    /// Whether the command resets the devices (boards found by a filter are then followed to their new tty).
+    static var resetsDevices: Bool { get }
     /// Checks done once before any device is touched (local files, images).
     func prepareFleet() throws
     /// What the command does on one device of a multi-device run.
@@ -47,6 +49,7 @@ protocol FleetCommand: DeviceCommand, Sendable {
 }
 
 extension FleetCommand {
+    static var resetsDevices: Bool { false }
     func prepareFleet() throws {}
 
     /// Runs on the one device given (the single-device behaviour and output), or on all of them.
@@ -60,7 +63,8 @@ extension FleetCommand {
         }
         if DeviceList.isFleet(global, texts: texts) {
             try await FleetRunner.run(
-                command: Self.reportName, global: global, options: fleet, prepare: prepareFleet,
+                command: Self.reportName, global: global, options: fleet, resets: Self.resetsDevices,
+                prepare: prepareFleet,
                 work: { fleet, targets in
                     await fleet.run { session in try await run(session: session, target: targets[session.index]) }
                 },
@@ -95,8 +99,8 @@ struct FleetTarget: Sendable {
 /// ``FleetExit``.
 enum FleetRunner {
     static func run<Value: Sendable>(
-        command: String, global: GlobalOptions, options: FleetOptions, prepare: () throws -> Void = {},
-        dfu: Bool = false, before: () -> Void = {},
+        command: String, global: GlobalOptions, options: FleetOptions, resets: Bool = false,
+        prepare: () throws -> Void = {}, before: () -> Void = {},
         work: (McuMgrFleet, [FleetTarget]) async -> [McuMgrFleetResult<Value>],
         outcome: (Value) -> FleetOutcome
     ) async throws {
@@ -107,14 +111,14 @@ enum FleetRunner {
         let fleet: McuMgrFleet
         do {
             try prepare()
-            targets = try await resolveTargets(global)
+            targets = try await resolveTargets(global, followingResets: resets)
             fleet = try makeFleet(targets, global: global, options: options)
         } catch let error as McuMgrError {
             CommandRunner.report(error, json: global.json)
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
         before()
-        let view = FleetView(names: targets.map(\.name), json: global.json, verbose: global.verbose, dfu: dfu)
+        let view = FleetView(names: targets.map(\.name), json: global.json, verbose: global.verbose)
         view.begin(parallel: fleet.parallelism)
         let events = fleet.events()
         let shower = Task {
@@ -144,7 +148,7 @@ enum FleetRunner {
             Terminal.print(summaryTable(results, outcomes))
             let failed = results.filter { !$0.succeeded }
             if !failed.isEmpty {
-                Terminal.error("error: \(failed.count) of \(results.count) devices failed:")
+                Terminal.error("error: \(failed.count) of \(results.count) devices failed\(interrupted ? " (interrupted)" : ""):")
                 for result in failed {
                     let error = result.error!
                     Terminal.error("  \(result.device): \(error.kind.rawValue) (exit \(ExitStatus.code(for: error.kind))): \(error.message)")
@@ -193,10 +197,11 @@ enum FleetRunner {
 
     // MARK: Devices
 
-    /// The devices named on the command line, filters with `all` expanded to every board they match.
+    /// The devices named on the command line, filters with `all` expanded to every board they match;
+    /// `followingResets`: boards found by a filter that leave the bus on reset get a follower.
     /// - Throws: `McuMgrError`: `.usage` for a bad URI, a duplicate or no device; `.file` for an unreadable
     ///   list; `.transport` when a filter matches nothing.
-    static func resolveTargets(_ global: GlobalOptions) async throws -> [FleetTarget] {
+    static func resolveTargets(_ global: GlobalOptions, followingResets: Bool) async throws -> [FleetTarget] {
         let texts = try DeviceList.texts(global)
         guard !texts.isEmpty else {
             throw McuMgrError(
@@ -220,7 +225,7 @@ enum FleetRunner {
                     targets.append(
                         FleetTarget(
                             name: selection.uri.description, uri: selection.uri, selection: selection,
-                            follower: follower(for: selection, verbose: global.verbose)))
+                            follower: followingResets ? follower(for: selection, verbose: global.verbose) : nil))
                 }
             } else if SerialDeviceFilter.isFilter(text) {
                 let uri = try await DeviceResolver.resolvedURI(from: text, verbose: global.verbose)
@@ -228,12 +233,17 @@ enum FleetRunner {
                 targets.append(
                     FleetTarget(
                         name: text, uri: uri, selection: selection,
-                        follower: selection.flatMap { follower(for: $0, verbose: global.verbose) }))
+                        follower: followingResets ? selection.flatMap { follower(for: $0, verbose: global.verbose) } : nil))
             } else {
                 targets.append(FleetTarget(name: text, uri: try McuMgrDeviceURI(parsing: text)))
             }
         }
-        if let (first, second) = DeviceList.duplicate(in: targets.map { ($0.name, $0.uri) }) {
+        // A port discovery found is told apart by its path (discovery lists each once); a URI by where it
+        // leads (a /dev/serial/by-id link and its tty are one device).
+        let keys = targets.map { target in
+            target.selection.map { "serial:" + $0.device.path } ?? DeviceList.identity(target.uri)
+        }
+        if let (first, second) = DeviceList.duplicate(in: Array(zip(targets.map(\.name), keys))) {
             let how = first == second ? "\(first) is given twice" : "\(first) and \(second) are the same device"
             throw McuMgrError(.usage, "\(how); give each device once (every device gets its own session)")
         }

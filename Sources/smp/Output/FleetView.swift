@@ -31,22 +31,20 @@ final class FleetView: @unchecked Sendable {
 
     private let names: [String]
     private let verbose: Bool
-    private let dfu: Bool
     private let mode: Mode
     private let lock = NIOLock()
     private let clock = ContinuousClock()
     private let start = ContinuousClock.now
     private var rows: [Row]
-    private var dfuViews: [DFUView]
+    private let dfuViews: [DFUView]
     private var drawnLines = 0
     private var lastDraw: ContinuousClock.Instant?
     private let nameWidth: Int
 
-    /// - Parameter dfu: the devices run firmware upgrades (their events are shown as `smp dfu` shows them).
-    init(names: [String], json: Bool, verbose: Bool, dfu: Bool) {
+    /// Firmware-upgrade events of a device are shown as `smp dfu` shows them, with the device's name.
+    init(names: [String], json: Bool, verbose: Bool) {
         self.names = names
         self.verbose = verbose
-        self.dfu = dfu
         let size = Self.terminalSize()
         if json {
             mode = .json
@@ -132,8 +130,16 @@ final class FleetView: @unchecked Sendable {
             guard case .map(var entries)? = dfuViews[event.index].jsonItem(upgradeEvent) else { return }
             entries.insert(device, at: min(1, entries.count))
             item = .map(entries)
-        case .finished:
-            item = nil  // the results come in the devices' order at the end
+        case .finished(let error, let duration):
+            // The device's whole result comes at the end, in the devices' order.
+            var entries: [CBORMapEntry] = [
+                .init(key: "event", value: "finished"), device,
+                .init(key: "status", value: .text(error == nil ? "success" : error!.kind == .cancelled ? "cancelled" : "failed")),
+            ]
+            if let error { entries.append(.init(key: "kind", value: .text(error.kind.rawValue))) }
+            entries.append(.init(key: "device_seconds", value: .double((duration.seconds * 1000).rounded() / 1000)))
+            entries.append(t)
+            item = .map(entries)
         }
         if let item { Terminal.print(JSONRendering.render(item)) }
     }
@@ -217,7 +223,7 @@ final class FleetView: @unchecked Sendable {
             guard let error else { return head + "ok      \(time)" }
             return head + (error.kind == .cancelled ? "cancelled " : "FAILED  ") + "\(time)  \(error.message)"
         }
-        var text = head + padded(row.state, to: 30)
+        var text = head + padded(row.state, to: 36)
         if let bytes = row.bytes, let total = row.total, total > 0 {
             let fraction = min(1, Double(bytes) / Double(total))
             let width = 20

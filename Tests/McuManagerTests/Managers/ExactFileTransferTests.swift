@@ -107,6 +107,36 @@ import Testing
         #expect(firstChunks.count == 3)  // sent, repeated (appended), and again after a close
     }
 
+    @Test func aFirstChunkAppendedAgainAfterTheRestartStartsOnceMore() async throws {
+        // At 10% loss each way one first chunk in ten loses its answer: two in a row must not fail the upload.
+        let r = try Rig(timeout: .seconds(5))
+        defer { try? FileManager.default.removeItem(at: r.directory) }
+        let bytes = managerTestBytes(3000, seed: 33)
+        r.model.loseAnswer = { offset, count in offset == 0 && (count == 1 || count == 3) }
+        let result = try await r.manager.upload(try r.local(bytes), to: "/lfs1/twice.bin", configuration: Self.quick)
+        #expect(result.verification == .sha256)
+        #expect(r.model.file("/lfs1/twice.bin") == bytes)
+        let firstChunks = r.uploads.filter { smpBody($0)["off"]?.int == 0 }
+        #expect(firstChunks.count == 5)  // twice sent, repeated (appended) and closed; then once
+    }
+
+    @Test func aFirstChunkTakenTwiceWhoseCopyWasAppendedIsFoundAndSentAgain() async throws {
+        // A late or duplicated copy of the first chunk reaches the device after the original: Zephyr appends
+        // it to the new file it has open, answers the next chunk with FS error 11 and `len` = both copies,
+        // which looks like that chunk's acknowledgement. Only the whole file's hash shows the difference:
+        // the upload closes the file and sends it again from offset 0 (which truncates it), once.
+        let r = try Rig(timeout: .seconds(5))
+        defer { try? FileManager.default.removeItem(at: r.directory) }
+        let bytes = managerTestBytes(1500, seed: 32)  // 5 chunks: no resume check, one hash at the end
+        r.model.duplicateWrite = { offset, count in offset == 0 && count == 1 }
+        let result = try await r.manager.upload(try r.local(bytes), to: "/lfs1/dup.bin", configuration: Self.quick)
+        #expect(result.verification == .sha256)
+        #expect(r.model.file("/lfs1/dup.bin") == bytes)
+        #expect(r.model.offsetErrors == 1)
+        let firstChunks = r.uploads.filter { smpBody($0)["off"]?.int == 0 }
+        #expect(firstChunks.count == 2, "sent, and again after the hash showed the copy")
+    }
+
     @Test func anInterruptedUploadResumesFromTheDevicesBytes() async throws {
         let r = try Rig()
         defer { try? FileManager.default.removeItem(at: r.directory) }

@@ -110,31 +110,50 @@ import Testing
         #expect(rig.device.file("/lfs1/small.bin") == [1, 2, 3])
     }
 
-    @Test func corruptedUploadIsDetected() async throws {
-        let rig = ManagerRig()
-        let count = ManagerTestBox(0)
-        // Flip the last data byte of the third upload chunk on its way to the device.
+    /// Flips the last data byte of upload chunks on their way to the device: the third chunk of the
+    /// first attempt, or with `always` every chunk at that chunk's offset.
+    private static func corruptThirdChunk(_ rig: ManagerRig, always: Bool) {
+        let state = ManagerTestBox((count: 0, offset: Int?.none))
         rig.tap.rule.withValue { rule in
             rule = { packet in
                 guard packet.header.group == .fileSystem, packet.header.command.rawValue == 0,
-                    packet.header.operation == .write
+                    packet.header.operation == .write, let offset = smpBody(packet)["off"]?.int
                 else { return .forward(packet.bytes) }
-                let n = count.withValue { value -> Int in
-                    value += 1
-                    return value
+                let corrupt = state.withValue { value -> Bool in
+                    value.count += 1
+                    if value.count == 3 { value.offset = offset }
+                    return value.count == 3 || (always && value.offset == offset)
                 }
-                guard n == 3 else { return .forward(packet.bytes) }
+                guard corrupt else { return .forward(packet.bytes) }
                 var bytes = packet.bytes
                 bytes[bytes.count - 1] ^= 0xFF
                 return .forward(bytes)
             }
         }
+    }
+
+    @Test func aCorruptedUploadIsFoundByTheHashAndSentAgain() async throws {
+        let rig = ManagerRig()
+        Self.corruptThirdChunk(rig, always: false)
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bytes = managerTestBytes(20_000, seed: 7)
+        let result = try await FileSystemManager(client: rig.client).upload(
+            try Self.writeLocal(bytes, in: directory), to: "/lfs1/bad.bin")
+        #expect(result.verification == .sha256)
+        #expect(rig.device.file("/lfs1/bad.bin") == bytes)
+    }
+
+    @Test func anUploadCorruptedAgainAfterItsRetryFails() async throws {
+        let rig = ManagerRig()
+        Self.corruptThirdChunk(rig, always: true)
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let local = try Self.writeLocal(managerTestBytes(20_000, seed: 7), in: directory)
         let error = await #expect(throws: McuMgrError.self) {
             try await FileSystemManager(client: rig.client).upload(local, to: "/lfs1/bad.bin")
         }
+        #expect(error?.kind == .protocolViolation)
         #expect(error?.message.contains("verification") == true)
         #expect(error?.message.contains("sha256") == true)
     }

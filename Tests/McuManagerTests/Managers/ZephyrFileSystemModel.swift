@@ -20,6 +20,9 @@ final class ZephyrFileSystemModel: @unchecked Sendable {
     private var open: OpenFile?
     /// Decides per fs write request (by its `off`) whether the device's answer is lost.
     var loseAnswer: (@Sendable (_ offset: Int, _ count: Int) -> Bool)?
+    /// Decides per fs write request (by its `off`) whether the device takes it twice, as a copy the link
+    /// duplicated or a resend whose original was only late: the copy's answer never reaches the client.
+    var duplicateWrite: (@Sendable (_ offset: Int, _ count: Int) -> Bool)?
     private var writes = 0
     /// Data bytes the device received in upload chunks.
     private(set) var bytesReceived = 0
@@ -59,7 +62,15 @@ final class ZephyrFileSystemModel: @unchecked Sendable {
             rule = { [self] packet in
                 guard packet.header.group == .fileSystem else { return .forward(packet.bytes) }
                 let body = smpBody(packet)
-                let (answer, lose) = withLock { handle(packet, body) }
+                let (answer, lose) = withLock { () -> (CBOR, Bool) in
+                    let first = handle(packet, body)
+                    if packet.header.command.rawValue == 0, packet.header.operation == .write,
+                        let offset = body["off"]?.int, duplicateWrite?(offset, writes) == true
+                    {
+                        _ = handle(packet, body)
+                    }
+                    return first
+                }
                 return lose ? .drop : .reply(answer)
             }
         }

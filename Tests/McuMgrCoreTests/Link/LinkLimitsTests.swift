@@ -80,6 +80,24 @@ import Testing
         #expect(e.timeout == .milliseconds(300))
     }
 
+    @Test func aRememberedRoundTripReplacesTheInitialTimeoutUntilSamplesRefineIt() {
+        var e = RoundTripEstimator(initial: .milliseconds(250), floor: .milliseconds(5), ceiling: .seconds(4))
+        #expect(e.measured == nil)
+        e.seed(SMPRoundTrip(smoothed: .milliseconds(8), variation: .milliseconds(3)))
+        #expect(e.timeout == .milliseconds(20), "8 + 4 x 3, not the initial 250")
+        #expect(e.measured == nil, "a seed alone is not a measurement to remember")
+        #expect(e.timeout(attempt: 2) == .milliseconds(40))
+        e.record(.milliseconds(16))  // smoothed into the seed like any later sample
+        #expect(e.smoothed == .milliseconds(9))
+        #expect(e.variation == .microseconds(4250))
+        #expect(e.measured == SMPRoundTrip(smoothed: .milliseconds(9), variation: .microseconds(4250)))
+        e.seed(SMPRoundTrip(smoothed: .seconds(1), variation: .zero))
+        #expect(e.smoothed == .milliseconds(9), "a seed never overrides what this connection measured")
+        var floored = RoundTripEstimator(initial: .milliseconds(250), floor: .milliseconds(25))
+        floored.seed(SMPRoundTrip(smoothed: .microseconds(400), variation: .microseconds(100)))
+        #expect(floored.timeout == .milliseconds(25))
+    }
+
     @Test func steadyRoundTripsShrinkTheTimeoutTowardsTheRoundTripButNotBelowTheFloor() {
         var e = RoundTripEstimator(floor: .milliseconds(150))
         for _ in 0..<50 { e.record(.milliseconds(100)) }

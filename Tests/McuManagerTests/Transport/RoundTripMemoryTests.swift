@@ -1,0 +1,61 @@
+import Foundation
+import McuManager
+import McuMgrCore
+import Testing
+
+@Suite struct RoundTripMemoryTests {
+    private static func withFile(_ body: (URL) throws -> Void) rethrows {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rtt-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try body(file)
+    }
+
+    @Test func whatOneConnectionMeasuredIsRecalledForTheSameDeviceOnly() throws {
+        try Self.withFile { file in
+            let memory = RoundTripMemory(file: file)
+            #expect(memory.recall("udp:192.0.2.7:1337") == nil)
+            let measured = SMPRoundTrip(smoothed: .microseconds(6906), variation: .microseconds(4891))
+            memory.remember(measured, for: "udp:192.0.2.7:1337")
+            #expect(RoundTripMemory(file: file).recall("udp:192.0.2.7:1337") == measured)
+            #expect(memory.recall("udp:192.0.2.8:1337") == nil)
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: [String: Int]]
+            #expect(object?["udp:192.0.2.7:1337"]?["srtt_us"] == 6906)
+            #expect(object?["udp:192.0.2.7:1337"]?["rttvar_us"] == 4891)
+        }
+    }
+
+    @Test func oldOddAndUnreadableEntriesAreIgnored() throws {
+        try Self.withFile { file in
+            let now = Int(Date().timeIntervalSince1970)
+            let text = """
+                {"old": {"srtt_us": 5000, "rttvar_us": 100, "seen": \(now - 2 * 86400)},
+                 "huge": {"srtt_us": 99000000, "rttvar_us": 100, "seen": \(now)},
+                 "negative": {"srtt_us": -1, "rttvar_us": 100, "seen": \(now)},
+                 "text": {"srtt_us": "fast", "rttvar_us": 100, "seen": \(now)},
+                 "partial": {"srtt_us": 5000},
+                 "good": {"srtt_us": 5000, "rttvar_us": 1000, "seen": \(now)}}
+                """
+            try Data(text.utf8).write(to: file)
+            let memory = RoundTripMemory(file: file)
+            for name in ["old", "huge", "negative", "text", "partial", "missing"] {
+                #expect(memory.recall(name) == nil, "\(name)")
+            }
+            #expect(memory.recall("good") == SMPRoundTrip(smoothed: .milliseconds(5), variation: .milliseconds(1)))
+            try Data("not json".utf8).write(to: file)
+            #expect(memory.recall("good") == nil)
+            memory.remember(SMPRoundTrip(smoothed: .milliseconds(2), variation: .zero), for: "good")
+            #expect(memory.recall("good") == SMPRoundTrip(smoothed: .milliseconds(2), variation: .zero))
+        }
+    }
+
+    @Test func theFileKeepsTheDevicesSeenLast() throws {
+        try Self.withFile { file in
+            let memory = RoundTripMemory(file: file)
+            for index in 0..<(RoundTripMemory.capacity + 5) {
+                memory.remember(SMPRoundTrip(smoothed: .milliseconds(1), variation: .zero), for: "udp:10.0.0.\(index)")
+            }
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any]
+            #expect(object?.count == RoundTripMemory.capacity)
+        }
+    }
+}
