@@ -41,6 +41,9 @@ py="$venv/bin/python"
 source Scripts/bench-common.sh
 bench_build "${1:-}"
 bench_workdir smp-bench-scale
+# smp keeps each device's round trip in $XDG_CACHE_HOME/smp: the benchmark's hundreds of one-off ports stay
+# out of the user's cache, and every run starts without one.
+export XDG_CACHE_HOME="$work/cache"
 [[ "${counts[0]}" == 1 ]] || { echo "bench-scale: BENCH_SCALE_COUNTS must start with 1 (the ratios are against one board)" >&2; exit 64; }
 command -v /usr/bin/time >/dev/null || { echo "bench-scale: needs /usr/bin/time (Debian package time; Scripts/setup.sh installs it)" >&2; exit 1; }
 
