@@ -22,7 +22,9 @@
 # Usage: Scripts/bench-scale.sh [--no-build]
 #   env: BENCH_RUNS=3, BENCH_SCALE_COUNTS="1 16 64", BENCH_SCALE_SWAP=2 (seconds),
 #        BENCH_SCALE_IMAGE=163840 (bytes), BENCH_SCALE_IDLE=5 (seconds),
-#        BENCH_SCALE_SEPARATE_MAX=64 (the most boards run as separate smp processes)
+#        BENCH_SCALE_SEPARATE_MAX=64 (the most boards run as separate smp processes),
+#        BENCH_SCALE_LINK=udp (or pty: serial boards with Zephyr's default buffers on ptys; use a smaller
+#        BENCH_SCALE_IMAGE, e.g. 24576: such a board takes about 6 KiB/s)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,6 +35,8 @@ swap="${BENCH_SCALE_SWAP:-2}"
 image_size="${BENCH_SCALE_IMAGE:-163840}"
 idle_seconds="${BENCH_SCALE_IDLE:-5}"
 separate_max="${BENCH_SCALE_SEPARATE_MAX:-64}"
+link="${BENCH_SCALE_LINK:-udp}"
+[[ "$link" == udp || "$link" == pty ]] || { echo "bench-scale: BENCH_SCALE_LINK must be udp or pty" >&2; exit 64; }
 size=4096  # bench_workdir's payload (unused here)
 
 bash Scripts/setup.sh
@@ -66,21 +70,33 @@ status_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
 # Starts `smp-sim --count N` as the real build, waits for its N ready lines, writes the devices' URIs
 # (one per line) to $work/devices.txt: scale_sim_start N
 scale_sim_start() {
-    local n="$1" i
+    local n="$1" i ready
     : >"$work/sim.out"
-    "$sim" --count "$n" --buf-size 2048 --buf-count 2 --udp-queue zephyr --udp 127.0.0.1:0 --swap-time "$swap" \
-        >"$work/sim.out" 2>"$work/sim.err" &
+    if [[ "$link" == pty ]]; then
+        # Zephyr's default serial buffers (smp-sim's defaults, as native_sim_serial: 4 x 384-byte SMP
+        # buffers, 2 x 128-byte receive lines freed on the 10 ms tick); the pty runs as fast as it goes.
+        "$sim" --count "$n" --pty-link "$work/tty-%d" --swap-time "$swap" >"$work/sim.out" 2>"$work/sim.err" &
+        ready='^pty '
+    else
+        "$sim" --count "$n" --buf-size 2048 --buf-count 2 --udp-queue zephyr --udp 127.0.0.1:0 --swap-time "$swap" \
+            >"$work/sim.out" 2>"$work/sim.err" &
+        ready='^udp '
+    fi
     sim_pid=$!
     for i in $(seq 400); do
-        [[ $(grep -c '^udp ' "$work/sim.out") -ge "$n" ]] && break
+        [[ $(grep -c "$ready" "$work/sim.out") -ge "$n" ]] && break
         kill -0 "$sim_pid" 2>/dev/null || break
         sleep 0.05
     done
-    if [[ $(grep -c '^udp ' "$work/sim.out") -lt "$n" ]]; then
+    if [[ $(grep -c "$ready" "$work/sim.out") -lt "$n" ]]; then
         echo "bench-scale: smp-sim --count $n did not start: $(cat "$work/sim.err")" >&2
         exit 1
     fi
-    grep '^udp ' "$work/sim.out" | awk '{ print "udp:" $2 }' >"$work/devices.txt"
+    if [[ "$link" == pty ]]; then
+        grep '^pty ' "$work/sim.out" | awk '{ for (i = 1; i < NF; i++) if ($i == "link") print "serial:" $(i + 1) }' >"$work/devices.txt"
+    else
+        grep '^udp ' "$work/sim.out" | awk '{ print "udp:" $2 }' >"$work/devices.txt"
+    fi
 }
 
 # Every board in $work/devices.txt runs 1.2.3, confirmed (one `smp image list` each, 8 at a time).
@@ -154,8 +170,13 @@ best_run() {
 }
 
 load="$(cut -d' ' -f1-3 /proc/loadavg)"
-echo "scale: boards = smp-sim --count N with native_sim_udp's UDP link (2 x 2048-byte SMP buffers, one request per board"
-echo "  answered per 10 ms tick, datagrams beyond the free buffers dropped) and MCUboot swap-scratch: silent 0.25 s + ${swap} s swap + 0.05 s boot"
+if [[ "$link" == pty ]]; then
+    echo "scale: boards = smp-sim --count N on ptys with Zephyr's default serial buffers (4 x 384-byte SMP buffers, 2 x 128-byte"
+    echo "  receive lines freed on the 10 ms tick, console framing) and MCUboot swap-scratch: silent 0.25 s + ${swap} s swap + 0.05 s boot"
+else
+    echo "scale: boards = smp-sim --count N with native_sim_udp's UDP link (2 x 2048-byte SMP buffers, one request per board"
+    echo "  answered per 10 ms tick, datagrams beyond the free buffers dropped) and MCUboot swap-scratch: silent 0.25 s + ${swap} s swap + 0.05 s boot"
+fi
 echo "  after the reset; image ${fw_size} B (imgtool, 1.2.3); smp dfu confirm-only --swap-time ${swap}; best of ${runs};"
 echo "  $(nproc) cores, load average ${load} at the start"
 
