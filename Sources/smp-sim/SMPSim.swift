@@ -35,7 +35,8 @@ struct SMPSim: AsyncParsableCommand {
               # ...
               # udp 127.0.0.1:52071 buffers 2 device 63
               # devices 64
-              grep '^udp ' sim.out | awk '{ print "udp:" $2 }' >devices.txt   # then: smp dfu --devices devices.txt app.bin
+              grep '^udp ' sim.out | awk '{ print "udp:" $2 }' >devices.txt
+              smp dfu --devices devices.txt app.bin
 
             Examples:
               smp-sim --pty-link /tmp/smp-tty                 # then: smp --device serial:/tmp/smp-tty os echo hi
