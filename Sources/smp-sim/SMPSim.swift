@@ -30,10 +30,10 @@ struct SMPSim: AsyncParsableCommand {
             replays), and its own front ends: --udp HOST:PORT serves device I on PORT+I (port 0: N free \
             ports), --pty-link PATH serves device I at PATH-I (or at PATH with %d replaced by I), --pty opens \
             N ptys. Each ready line then ends with "device I", and a last line "devices N" follows them:
-              smp-sim --count 64 --udp 127.0.0.1:0 --buf-size 2048 --buf-count 2 --swap-time 2 >sim.out &
-              # udp 127.0.0.1:40313 buffers 2 device 0
+              smp-sim --count 64 --udp 127.0.0.1:0 --swap-time 2 >sim.out &
+              # udp 127.0.0.1:40313 buffers 4 device 0
               # ...
-              # udp 127.0.0.1:52071 buffers 2 device 63
+              # udp 127.0.0.1:52071 buffers 4 device 63
               # devices 64
               grep '^udp ' sim.out | awk '{ print "udp:" $2 }' >devices.txt
               smp dfu --devices devices.txt app.bin
