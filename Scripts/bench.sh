@@ -14,13 +14,21 @@
 #   (e) the real Zephyr / MCUboot builds: Scripts/bench-firmware.sh (echo, 4 KiB fs transfers, image uploads
 #       through MCUboot serial recovery and on a Cortex-M0 under QEMU, against smpclient)
 #   (f) the stripped sizes of the static release smp and smp-sim, and whether Foundation/ICU are linked
+#   (g) scale: one `smp dfu` upgrading 1, 16 and 64 simulated boards served by one `smp-sim --count N`
+#       (wall time and its ratio to one board, peak RSS and CPU of smp and smp-sim, the same boards as
+#       separate smp processes, smp-sim's idle CPU): Scripts/bench-scale.sh
 # Timing: both clients over the upload phase (smp's --json transfer_seconds; smpclient's upload loop);
 # smp also as a whole process. Best of BENCH_RUNS runs each.
 # Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000)
+#        Scripts/bench.sh scale [--no-build]   (the scale part alone)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+if [[ "${1:-}" == scale ]]; then
+    shift
+    exec bash Scripts/bench-scale.sh "$@"
+fi
 runs="${BENCH_RUNS:-3}"
 baud="${BENCH_BAUD:-1000000}"
 size=$((1 << 20))
@@ -313,6 +321,9 @@ print(f"dfu serial 1MiB image @ {baud} baud: smp dfu upload phase {size/dfu_seri
       f" {100*size/dfu_serial/ceiling:.1f}% of ceiling (target >= 90%); whole process {dfu_serial_wall:.2f} s;"
       f" smpmgr upgrade {mgr_serial:.2f} s whole process, ratio {mgr_serial/dfu_serial_wall:.2f}x")
 PY
+
+# (g) scale: 1, 16 and 64 simulated boards upgraded by one `smp dfu` (Scripts/bench-scale.sh)
+bash Scripts/bench-scale.sh --no-build
 
 # (e) the real Zephyr / MCUboot builds (../shared/firmware or $SMP_FIRMWARE_DIR): smp against smpclient
 # on echo, 4 KiB fs transfers and image uploads; rows print FAILED when a client fails (bounded runs).

@@ -29,6 +29,7 @@ apt_packages+=(dbus-daemon dbus-bin)  # Bluetooth LE test rig: the private bus
 apt_packages+=(libc6-i386 lib32gcc-s1 qemu-system-arm socat)  # real Zephyr firmware: native_sim (32-bit) executables, QEMU guests and their pty bridge
 apt_packages+=(ser2net)  # remote serial ports: a real ser2net serving smp-sim's pty over tcp:// and rfc2217://; the labgrid exporter starts it for each exported port
 pins+=(pyserial==3.5)  # remote serial ports: pyserial's RFC 2217 server (PortManager) cross-checks our client
+apt_packages+=(time)  # Scripts/bench-scale.sh: peak RSS of smp (/usr/bin/time)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 

@@ -170,12 +170,11 @@ public final class UDPTransport: McuMgrTransport {
         }
         let fd = Glibc.socket(family, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw failure("socket") }
-        var one: CInt = 1
+        // No SO_REUSEADDR: connect(2) picks the local port, and with the option Linux may give two of
+        // our sockets (a fleet of devices in one process) the same one.
         var receiveBuffer: CInt = 1 << 20
         let size = socklen_t(MemoryLayout<CInt>.size)
-        guard setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, size) == 0,
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, size) == 0
-        else {
+        guard setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, size) == 0 else {
             let error = failure("setsockopt")
             _ = Glibc.close(fd)
             throw error

@@ -25,6 +25,19 @@ struct SMPSim: AsyncParsableCommand {
             enumeration, basic, and the Mynewt log/crash/run groups) over a pseudo-terminal and/or UDP.
             Prints one line per front end when ready, then runs until SIGINT or SIGTERM.
 
+            Many devices from one process (--count N): each device has its own state (image slots, file \
+            system, settings, upload sessions, reboots; faults from stream I of the seed, so a failure \
+            replays), and its own front ends: --udp HOST:PORT serves device I on PORT+I (port 0: N free \
+            ports), --pty-link PATH serves device I at PATH-I (or at PATH with %d replaced by I), --pty opens \
+            N ptys. Each ready line then ends with "device I", and a last line "devices N" follows them:
+              smp-sim --count 64 --udp 127.0.0.1:0 --swap-time 2 >sim.out &
+              # udp 127.0.0.1:40313 buffers 4 device 0
+              # ...
+              # udp 127.0.0.1:52071 buffers 4 device 63
+              # devices 64
+              grep '^udp ' sim.out | awk '{ print "udp:" $2 }' >devices.txt
+              smp dfu --devices devices.txt app.bin
+
             Examples:
               smp-sim --pty-link /tmp/smp-tty                 # then: smp --device serial:/tmp/smp-tty os echo hi
               smp-sim --udp 127.0.0.1:1337                    # then: smp --device udp:127.0.0.1 image list
@@ -49,8 +62,14 @@ struct SMPSim: AsyncParsableCommand {
             (datagrams that find no free buffers are dropped), and a LittleFS of four 4 KiB blocks at /lfs1.
             """)
 
-    @Option(help: ArgumentHelp("Serve over a new pty and make PATH a symlink to it.", valueName: "path"))
+    @Option(help: ArgumentHelp("Serve over a new pty and make PATH a symlink to it (with --count: PATH-I, or PATH with %d replaced by the device's index I).", valueName: "path"))
     var ptyLink: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Serve this many independent devices (1...\(Self.maximumCount)): device I on PORT+I of each --udp (port 0: a free port each), at PATH-I of --pty-link (or PATH's %d), on its own --pty.",
+            valueName: "n"))
+    var count: Int = 1
 
     @Flag(help: "Serve over a new pty (its path is printed); implied by --pty-link.")
     var pty = false
@@ -142,9 +161,19 @@ struct SMPSim: AsyncParsableCommand {
     @Flag(help: "Let --udp bind addresses other than loopback (127.0.0.0/8, ::1): the simulator answers anyone who can reach it.")
     var allowRemote = false
 
+    /// The most devices one smp-sim serves (each takes up to three file descriptors: a pty's two and a socket).
+    static let maximumCount = 1024
+
     func validate() throws {
         if ptyLink == nil, !pty, udp.isEmpty, ble == nil {
             throw ValidationError("give at least one front end: --pty, --pty-link PATH, --udp HOST:PORT or --ble ADAPTER")
+        }
+        guard (1...Self.maximumCount).contains(count) else { throw ValidationError("--count must be 1...\(Self.maximumCount)") }
+        if count > 1, ble != nil {
+            throw ValidationError("--ble serves one device (one advertised peripheral per adapter); use --count with --udp or --pty-link")
+        }
+        if let ptyLink, ptyLink.ranges(of: "%d").count > 1 {
+            throw ValidationError("--pty-link \(ptyLink): use %d at most once (it becomes the device's index)")
         }
         guard (23...517).contains(bleMtu) else { throw ValidationError("--ble-mtu must be 23...517") }
         if let ble, ble.isEmpty { throw ValidationError("--ble needs an adapter name, e.g. hci1") }
@@ -171,7 +200,10 @@ struct SMPSim: AsyncParsableCommand {
         guard swapTime >= 0, swapTime <= 3600 else { throw ValidationError("--swap-time must be 0...3600 seconds") }
         if resetVanish && ptyLink == nil && !pty { throw ValidationError("--reset-vanish needs --pty or --pty-link") }
         for endpoint in udp {
-            let (host, _) = try Self.hostPort(endpoint)
+            let (host, port) = try Self.hostPort(endpoint)
+            if port != 0, port + count - 1 > 65535 {
+                throw ValidationError("--udp \(endpoint) with --count \(count) needs ports up to \(port + count - 1); start lower, or give port 0 (free ports)")
+            }
             if !allowRemote, !Self.isLoopback(host) {
                 throw ValidationError(
                     "--udp \(endpoint) is not a loopback address: smp-sim would answer (and let anyone upgrade or erase) from the network; use 127.0.0.1 or [::1], or add --allow-remote")
@@ -213,11 +245,46 @@ struct SMPSim: AsyncParsableCommand {
         if suit { configuration.suit = SimulatedSUITConfiguration() }
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
         if let slotSize { configuration.imageSlotSize = slotSize }
-        let device = SimulatedDevice(configuration: configuration)
         let faultProfile = try faults.map { try FaultProfile(parsing: $0) } ?? FaultProfile()
 
         var stops: [@Sendable () async -> Void] = []
+        do {
+            for index in 0..<count {
+                try await serve(
+                    SimulatedDevice(configuration: configuration), index: index, build: build, faults: faultProfile,
+                    stops: &stops)
+            }
+        } catch {
+            for stop in stops { await stop() }
+            throw error
+        }
+        if count > 1 { print("devices \(count)") }
+        if !faultProfile.isEmpty { print("faults \(faultProfile)" + (count > 1 ? " streams 0-\(count - 1)" : "")) }
+        fflush(nil)
+        await Signals.wait(for: [SIGINT, SIGTERM])
+        for stop in stops { await stop() }
+    }
+
+    /// The --pty-link path of device `index`: PATH itself for one device, else PATH with %d replaced by the
+    /// index, or PATH-index.
+    func linkPath(index: Int) -> String? {
+        guard let ptyLink else { return nil }
+        if ptyLink.contains("%d") { return ptyLink.replacing("%d", with: String(index)) }
+        return count == 1 ? ptyLink : "\(ptyLink)-\(index)"
+    }
+
+    /// Starts device `index`'s front ends and prints their ready lines; appends how to stop them.
+    private func serve(
+        _ device: SimulatedDevice, index: Int, build: ZephyrBuild?, faults faultProfile: FaultProfile,
+        stops: inout [@Sendable () async -> Void]
+    ) async throws {
+        let configuration = device.configuration
+        // With one device nothing changes (the UDP fault stream stays the port, as before); with many,
+        // device I draws from stream I, whatever ports it got.
+        let stream: UInt64? = count > 1 ? UInt64(index) : nil
+        let suffix = count > 1 ? " device \(index)" : ""
         if pty || ptyLink != nil {
+            let ptyLink = linkPath(index: index)
             let lineBuffers = build?.receiveLineBuffers
             let lineCount = rxLines ?? lineBuffers?.count ?? PtyFrontEnd.Configuration.zephyrReceiveLineCount
             let lineSize = rxLineSize ?? lineBuffers?.size ?? PtyFrontEnd.Configuration.zephyrReceiveLineSize
@@ -229,23 +296,33 @@ struct SMPSim: AsyncParsableCommand {
                     receiveLineSize: lineSize, receiveLineCount: lineCount == 0 ? nil : lineCount,
                     onDrop: { message in
                         writeUnbuffered("<wrn> uart_mcumgr: \(message)\n", to: STDERR_FILENO)
-                    }, faults: faultProfile))
+                    }, faults: faultProfile, faultStream: stream ?? 0))
             let path = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(
                 "pty \(path)" + (ptyLink.map { " link \($0)" } ?? "") + " framing \(framing)"
                     + (framing == "console" ? (lineCount == 0 ? " rx-lines unlimited" : " rx-lines \(lineCount)x\(lineSize)") : "")
-                    + (baud.map { " baud \($0)" } ?? "") + (resetVanish ? " reset-vanish" : ""))
+                    + (baud.map { " baud \($0)" } ?? "") + (resetVanish ? " reset-vanish" : "") + suffix)
         }
         for endpoint in udp {
-            let (host, port) = try Self.hostPort(endpoint)
+            let (host, firstPort) = try Self.hostPort(endpoint)
+            let port = firstPort == 0 ? 0 : firstPort + index
             let frontEnd = UDPFrontEnd(
                 device: device, host: host, port: port, latency: .milliseconds(latency),
-                emulatesBuffers: udpQueue == "zephyr", faults: faultProfile)
-            let address = try await frontEnd.start()
+                emulatesBuffers: udpQueue == "zephyr", faults: faultProfile, faultStream: stream)
+            let address: SocketAddress
+            do {
+                address = try await frontEnd.start()
+            } catch {
+                throw SimStartError(
+                    "--udp \(host):\(port)\(count > 1 ? " (device \(index))" : ""): cannot bind: \(error)"
+                        + (count > 1 ? "; give port 0 for free ports, or a range that is free" : ""))
+            }
             stops.append { await frontEnd.stop() }
             let shown = address.protocol == .inet6 ? "[\(address.ipAddress ?? host)]" : (address.ipAddress ?? host)
-            print("udp \(shown):\(address.port ?? port)" + (udpQueue == "zephyr" ? " buffers \(configuration.bufferCount)" : ""))
+            print(
+                "udp \(shown):\(address.port ?? port)" + (udpQueue == "zephyr" ? " buffers \(configuration.bufferCount)" : "")
+                    + suffix)
         }
         if let ble {
             let frontEnd = BLEFrontEnd(
@@ -255,11 +332,15 @@ struct SMPSim: AsyncParsableCommand {
             stops.append { await frontEnd.stop() }
             print(line)
         }
-        if !faultProfile.isEmpty { print("faults \(faultProfile)") }
-        fflush(nil)
-        await Signals.wait(for: [SIGINT, SIGTERM])
-        for stop in stops { await stop() }
+        // Ready lines of many devices reach a script as they come.
+        if count > 1 { fflush(nil) }
     }
+}
+
+/// A front end that could not start, with what to do about it.
+struct SimStartError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// HOST:PORT parsing for --udp.

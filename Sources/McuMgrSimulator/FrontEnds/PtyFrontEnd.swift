@@ -40,6 +40,9 @@ public final class PtyFrontEnd: Sendable {
         /// Link faults to inject: frame loss both ways, duplication, reordering, delay, byte corruption
         /// both ways, console noise, lost lines, resets, silence.
         public var faults: FaultProfile = FaultProfile()
+        /// Which stream of the fault seed the link draws from (`FaultPlan`): devices served side by side
+        /// take different streams so their faults differ but replay.
+        public var faultStream: UInt64 = 0
 
         /// Zephyr's defaults: `CONFIG_UART_MCUMGR_RX_BUF_SIZE` 128, `CONFIG_UART_MCUMGR_RX_BUF_COUNT` 2.
         public static let zephyrReceiveLineSize = 128
@@ -50,9 +53,10 @@ public final class PtyFrontEnd: Sendable {
             linkPath: String? = nil, vanishOnReset: Bool = false,
             receiveLineSize: Int? = Self.zephyrReceiveLineSize, receiveLineCount: Int? = Self.zephyrReceiveLineCount,
             tick: Duration = .milliseconds(10), onDrop: (@Sendable (String) -> Void)? = nil,
-            faults: FaultProfile = FaultProfile()
+            faults: FaultProfile = FaultProfile(), faultStream: UInt64 = 0
         ) {
             self.faults = faults
+            self.faultStream = faultStream
             self.rawFraming = rawFraming
             self.lineLength = lineLength
             self.baudRate = baudRate
@@ -184,7 +188,7 @@ public final class PtyFrontEnd: Sendable {
             device: device, codec: codec,
             emulation: LinkEmulation(baudRate: configuration.baudRate, latency: configuration.latency),
             lineBuffers: lineBuffers, onDrop: configuration.onDrop,
-            faults: configuration.faults.isEmpty ? nil : FaultPlan(configuration.faults))
+            faults: configuration.faults.isEmpty ? nil : FaultPlan(configuration.faults, stream: configuration.faultStream))
         let channel = try await NIOPipeBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

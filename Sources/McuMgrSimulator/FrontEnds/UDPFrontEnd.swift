@@ -17,16 +17,21 @@ public final class UDPFrontEnd: Sendable {
     public let emulatesBuffers: Bool
     /// Link faults to inject (datagram loss both ways, duplication, reordering, delay, resets, silence).
     public let faults: FaultProfile
+    /// Which stream of the fault seed this front end draws from (`FaultPlan`): devices served side by side
+    /// take different streams so their faults differ but replay.
+    public let faultStream: UInt64
     private let group: any EventLoopGroup
     private let channel = NIOLockedValueBox<(any Channel)?>(nil)
 
+    /// - Parameter faultStream: the stream of the fault seed (default: the port asked for).
     public init(
         device: SimulatedDevice, host: String = "127.0.0.1", port: Int = 1337, latency: Duration = .zero,
-        emulatesBuffers: Bool = false, faults: FaultProfile = FaultProfile(),
+        emulatesBuffers: Bool = false, faults: FaultProfile = FaultProfile(), faultStream: UInt64? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.emulatesBuffers = emulatesBuffers
         self.faults = faults
+        self.faultStream = faultStream ?? UInt64(port)
         self.device = device
         self.host = host
         self.port = port
@@ -37,13 +42,18 @@ public final class UDPFrontEnd: Sendable {
     /// The bound address (with the real port when 0 was asked for).
     public var localAddress: SocketAddress? { channel.withLockedValue { $0?.localAddress } }
 
+    /// The open socket (tests read its options).
+    var boundChannel: (any Channel)? { channel.withLockedValue { $0 } }
+
     @discardableResult
     public func start() async throws -> SocketAddress {
         let handler = UDPSimulatorHandler(
-            device: device, latency: latency, faults: faults.isEmpty ? nil : FaultPlan(faults, stream: UInt64(port)),
+            device: device, latency: latency, faults: faults.isEmpty ? nil : FaultPlan(faults, stream: faultStream),
             receiveQueue: emulatesBuffers ? UDPReceiveQueue(bufferCount: device.configuration.bufferCount) : nil)
+        // SO_REUSEADDR only for a port asked for by number: with it, Linux may give port 0 a port another
+        // socket with the option already has (seen: two of 64 devices of one smp-sim on the same port).
         let channel = try await DatagramBootstrap(group: group)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.socketOption(.so_reuseaddr), value: port == 0 ? 0 : 1)
             .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

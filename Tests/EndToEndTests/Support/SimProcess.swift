@@ -9,6 +9,8 @@ final class SimProcess: @unchecked Sendable {
     private(set) var ptyPath: String?
     /// The `--pty-link` symlink when given.
     private(set) var ptyLink: String?
+    /// Every pty's path (its link when it has one), in device order (`--count N`: one per device).
+    private(set) var ptyPaths: [String] = []
     /// `HOST:PORT` of each UDP front end, in order.
     private(set) var udpEndpoints: [(host: String, port: Int)] = []
     /// The BLE peripheral's address (`ble ADAPTER ADDRESS ...` line) when serving over BLE.
@@ -112,6 +114,10 @@ final class SimProcess: @unchecked Sendable {
         }
         // --pty with --pty-link is one front end.
         if arguments.contains("--pty") && arguments.contains("--pty-link") { count -= 1 }
+        // --count N: every front end once per device.
+        if let option = arguments.firstIndex(of: "--count"), option + 1 < arguments.count, let devices = Int(arguments[option + 1]) {
+            count *= devices
+        }
         return count
     }
 
@@ -144,6 +150,7 @@ final class SimProcess: @unchecked Sendable {
             if words.first == "pty", words.count >= 2 {
                 ptyPath = words[1]
                 if let link = words.firstIndex(of: "link"), link + 1 < words.count { ptyLink = words[link + 1] }
+                ptyPaths.append(words.firstIndex(of: "link").flatMap { $0 + 1 < words.count ? words[$0 + 1] : nil } ?? words[1])
             } else if words.first == "ble", words.count >= 3 {
                 bleAddress = words[2]
             } else if words.first == "udp", words.count >= 2, let colon = words[1].lastIndex(of: ":"),
@@ -167,9 +174,13 @@ final class SimProcess: @unchecked Sendable {
     var serialURI: String { "serial:\(ptyLink ?? ptyPath ?? "?")" }
 
     /// The UDP device URI of the first UDP front end.
-    var udpURI: String {
-        guard let endpoint = udpEndpoints.first else { return "udp:?" }
-        return endpoint.host.contains(":") ? "udp:[\(endpoint.host)]:\(endpoint.port)" : "udp:\(endpoint.host):\(endpoint.port)"
+    var udpURI: String { udpURIs.first ?? "udp:?" }
+
+    /// The UDP device URI of every UDP front end, in order (`--count N --udp ...`: device 0 first).
+    var udpURIs: [String] {
+        udpEndpoints.map { endpoint in
+            endpoint.host.contains(":") ? "udp:[\(endpoint.host)]:\(endpoint.port)" : "udp:\(endpoint.host):\(endpoint.port)"
+        }
     }
 
     /// Kills the simulator at once (a vanished device).
