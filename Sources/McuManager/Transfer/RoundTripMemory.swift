@@ -23,8 +23,8 @@ public struct RoundTripMemory: Sendable, Hashable {
         DeviceCacheFile<Entry>.standardFile(named: "round-trips.json").map(RoundTripMemory.init(file:))
     }
 
-    /// Devices kept; the ones seen longest ago go first.
-    public static let capacity = 100
+    /// Devices kept; the ones seen longest ago go first. A rig's fleet of boards fits (about 80 bytes each).
+    public static let capacity = 1024
     /// How long an entry stays valid.
     public static let lifetime: Duration = .seconds(24 * 3600)
 
