@@ -246,7 +246,9 @@ import Testing
                 return n == 4 ? .drop : .forward(packet.bytes)
             }
         }
-        let client = McuMgrClient(transport: rig.tap, configuration: .init(timeout: .milliseconds(500)))
+        // 2 s, not less: the lost chunk costs one timeout, and on a loaded CI machine the in-process
+        // device's other answers took longer than 0.5 s (the upload then saw losses in a row and gave up).
+        let client = McuMgrClient(transport: rig.tap, configuration: .init(timeout: .seconds(2)))
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let bytes = managerTestBytes(30_000, seed: 4)
@@ -255,7 +257,7 @@ import Testing
         // (measured on native_sim_udp 4.4.0; the simulator does the same): the upload closes it first.
         let result = try await FileSystemManager(client: client).upload(
             try Self.writeLocal(bytes, in: directory), to: "/lfs1/resync.bin",
-            configuration: UploadConfiguration(chunkTimeout: .milliseconds(500)))
+            configuration: UploadConfiguration(chunkTimeout: .seconds(2)))
         #expect(result.verification == .sha256)
         #expect(rig.device.file("/lfs1/resync.bin") == bytes)
         let errors = rig.tap.received.filter { smpBody($0)["err"] != nil }
