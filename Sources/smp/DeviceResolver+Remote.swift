@@ -22,26 +22,8 @@ extension DeviceResolver {
         let endpoint: SerialTransport.Endpoint =
             rfc2217 ? .rfc2217(host: uri.target, port: port) : .tcp(host: uri.target, port: port)
         var configuration = SerialTransport.Configuration(endpoint: endpoint, consoleLineMemory: .standard)
-        if let baud = try uri.intOption("baud", in: 50...12_000_000) { configuration.baudRate = baud }
-        if let framing = uri.option("framing") {
-            guard let f = SerialTransport.Framing(rawValue: framing.lowercased()) else {
-                throw McuMgrError(.usage, "framing=\(framing) in \(uri): use framing=console or framing=raw")
-            }
-            configuration.framing = f
-        }
-        if let line = try uri.intOption("line", in: 8...65536) { configuration.lineLength = line }
-        if let lines = try uri.intOption("lines", in: 1...1024) { configuration.lines = lines }
-        if let window = try uri.intOption("window", in: 1...64) { configuration.window = window }
-        if let gap = try uri.intOption("gap", in: 0...10_000) { configuration.lineGap = .milliseconds(gap) }
-        if let mtu = try uri.intOption("mtu", in: 32...65535) { configuration.mtu = mtu }
+        try applySerialOptions(uri, to: &configuration)
         if let seconds = try uri.intOption("timeout", in: 1...300) { configuration.connectTimeout = .seconds(seconds) }
-        if let flow = uri.option("flow") {
-            switch flow.lowercased() {
-            case "", "rtscts", "hw", "hardware", "1", "on", "true": configuration.flowControl = true
-            case "none", "off", "0", "false": configuration.flowControl = false
-            default: throw McuMgrError(.usage, "flow=\(flow) in \(uri): use flow=rtscts or flow=none")
-            }
-        }
         if let bits = try uri.intOption("databits", in: 5...8) { configuration.dataBits = bits }
         if let parity = uri.option("parity") {
             let values: [String: RFC2217Codec.Parity] = [

@@ -29,25 +29,7 @@ enum DeviceResolver {
         case .serial:
             try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow"])
             var configuration = SerialTransport.Configuration(path: uri.target, consoleLineMemory: .standard)
-            if let baud = try uri.intOption("baud", in: 50...12_000_000) { configuration.baudRate = baud }
-            if let framing = uri.option("framing") {
-                guard let f = SerialTransport.Framing(rawValue: framing.lowercased()) else {
-                    throw McuMgrError(.usage, "framing=\(framing) in \(uri): use framing=console or framing=raw")
-                }
-                configuration.framing = f
-            }
-            if let line = try uri.intOption("line", in: 8...65536) { configuration.lineLength = line }
-            if let lines = try uri.intOption("lines", in: 1...1024) { configuration.lines = lines }
-            if let window = try uri.intOption("window", in: 1...64) { configuration.window = window }
-            if let gap = try uri.intOption("gap", in: 0...10_000) { configuration.lineGap = .milliseconds(gap) }
-            if let mtu = try uri.intOption("mtu", in: 32...65535) { configuration.mtu = mtu }
-            if let flow = uri.option("flow") {
-                switch flow.lowercased() {
-                case "", "rtscts", "hw", "hardware", "1", "on", "true": configuration.flowControl = true
-                case "none", "off", "0", "false": configuration.flowControl = false
-                default: throw McuMgrError(.usage, "flow=\(flow) in \(uri): use flow=rtscts or flow=none")
-                }
-            }
+            try applySerialOptions(uri, to: &configuration)
             return SerialTransport(configuration: configuration, logger: logger)
         case .udp:
             try checkOptions(uri, allowed: ["mtu", "retransmit"])
@@ -62,6 +44,30 @@ enum DeviceResolver {
             return try McuMgrBleTransport(uri: uri, logger: logger)
         case .tcp, .rfc2217:
             return try remoteSerialTransport(for: uri, logger: logger)
+        }
+    }
+
+    /// The options a serial port takes wherever it is (local, tcp://, rfc2217://): baud, framing, line,
+    /// lines, window, gap, mtu, flow. The caller checked which ones the scheme allows.
+    static func applySerialOptions(_ uri: McuMgrDeviceURI, to configuration: inout SerialTransport.Configuration) throws {
+        if let baud = try uri.intOption("baud", in: 50...12_000_000) { configuration.baudRate = baud }
+        if let framing = uri.option("framing") {
+            guard let f = SerialTransport.Framing(rawValue: framing.lowercased()) else {
+                throw McuMgrError(.usage, "framing=\(framing) in \(uri): use framing=console or framing=raw")
+            }
+            configuration.framing = f
+        }
+        if let line = try uri.intOption("line", in: 8...65536) { configuration.lineLength = line }
+        if let lines = try uri.intOption("lines", in: 1...1024) { configuration.lines = lines }
+        if let window = try uri.intOption("window", in: 1...64) { configuration.window = window }
+        if let gap = try uri.intOption("gap", in: 0...10_000) { configuration.lineGap = .milliseconds(gap) }
+        if let mtu = try uri.intOption("mtu", in: 32...65535) { configuration.mtu = mtu }
+        if let flow = uri.option("flow") {
+            switch flow.lowercased() {
+            case "", "rtscts", "hw", "hardware", "1", "on", "true": configuration.flowControl = true
+            case "none", "off", "0", "false": configuration.flowControl = false
+            default: throw McuMgrError(.usage, "flow=\(flow) in \(uri): use flow=rtscts or flow=none")
+            }
         }
     }
 
