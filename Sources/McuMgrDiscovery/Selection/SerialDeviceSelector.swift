@@ -21,9 +21,8 @@ public struct SerialDeviceSelector: Sendable {
         self.prober = prober
     }
 
-    /// - Throws: `McuMgrError`: `.transport` when nothing (or nothing unambiguous) matches, listing what was
-    ///   found and what to pass instead.
-    public func select(_ filter: SerialDeviceFilter) async throws -> SerialDeviceSelection {
+    /// The ports present and those `filter` matches; waits up to the filter's `wait` for a first match.
+    private func matches(_ filter: SerialDeviceFilter) async throws -> (all: [SerialDevice], candidates: [SerialDevice]) {
         var all = discovery.devices()
         var candidates = all.filter(filter.matches)
         if candidates.isEmpty, filter.wait > .zero {
@@ -34,6 +33,13 @@ public struct SerialDeviceSelector: Sendable {
                 if candidates.isEmpty { candidates = [device] }
             }
         }
+        return (all, candidates)
+    }
+
+    /// - Throws: `McuMgrError`: `.transport` when nothing (or nothing unambiguous) matches, listing what was
+    ///   found and what to pass instead.
+    public func select(_ filter: SerialDeviceFilter) async throws -> SerialDeviceSelection {
+        let (all, candidates) = try await matches(filter)
         switch candidates.count {
         case 0:
             throw McuMgrError(.transport, Self.noMatchMessage(filter, all: all))
@@ -58,16 +64,7 @@ public struct SerialDeviceSelector: Sendable {
     /// - Throws: `McuMgrError` of kind `.transport` when nothing matches (or, for `auto`, nothing answers),
     ///   listing what was found.
     public func selectAll(_ filter: SerialDeviceFilter) async throws -> [SerialDeviceSelection] {
-        var all = discovery.devices()
-        var candidates = all.filter(filter.matches)
-        if candidates.isEmpty, filter.wait > .zero {
-            discovery.logger.debug("no device matches \(filter) yet; waiting up to \(filter.wait)")
-            if let device = try await waitForMatch(filter) {
-                all = discovery.devices()
-                candidates = all.filter(filter.matches)
-                if candidates.isEmpty { candidates = [device] }
-            }
-        }
+        let (all, candidates) = try await matches(filter)
         guard !candidates.isEmpty else { throw McuMgrError(.transport, Self.noMatchMessage(filter, all: all)) }
         guard filter.isAuto else {
             return candidates.map {

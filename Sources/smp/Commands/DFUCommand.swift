@@ -136,13 +136,7 @@ struct DFUCommand: AsyncParsableCommand {
             }
             return
         }
-        let texts: [String]
-        do {
-            texts = try DeviceList.texts(global)
-        } catch let error as McuMgrError {
-            CommandRunner.report(error, json: global.json)
-            throw ExitCode(ExitStatus.code(for: error.kind))
-        }
+        let texts = try DeviceList.textsOrExit(global)
         if DeviceList.isFleet(global, texts: texts) {
             try await upgradeFleet()
             return

@@ -1,3 +1,4 @@
+import ArgumentParser
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,6 +18,16 @@ enum DeviceList {
 
     /// The device texts given, in order.
     /// - Throws: `McuMgrError` of kind `.file` when the `--devices` file cannot be read.
+    /// `texts(options)`, or a reported error and the exit code for it (a `--devices` file that cannot be read).
+    static func textsOrExit(_ options: GlobalOptions) throws -> [String] {
+        do {
+            return try texts(options)
+        } catch let error as McuMgrError {
+            CommandRunner.report(error, json: options.json)
+            throw ExitCode(ExitStatus.code(for: error.kind))
+        }
+    }
+
     static func texts(_ options: GlobalOptions) throws -> [String] {
         var texts = options.device.map { $0.trimmedForList }
         if let file = options.devicesFile {

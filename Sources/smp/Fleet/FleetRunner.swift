@@ -54,13 +54,7 @@ extension FleetCommand {
 
     /// Runs on the one device given (the single-device behaviour and output), or on all of them.
     func runOnDevices() async throws {
-        let texts: [String]
-        do {
-            texts = try DeviceList.texts(global)
-        } catch let error as McuMgrError {
-            CommandRunner.report(error, json: global.json)
-            throw ExitCode(ExitStatus.code(for: error.kind))
-        }
+        let texts = try DeviceList.textsOrExit(global)
         if DeviceList.isFleet(global, texts: texts) {
             try await FleetRunner.run(
                 command: Self.reportName, global: global, options: fleet, resets: Self.resetsDevices,
