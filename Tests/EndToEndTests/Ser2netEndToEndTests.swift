@@ -254,19 +254,7 @@ struct PyserialRFC2217Tests {
             try? pipe.fileHandleForWriting.close()
             let handle = pipe.fileHandleForReading
             let lines = self.lines
-            Thread.detachNewThread {
-                var pending = Data()
-                while true {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { break }
-                    pending.append(chunk)
-                    while let newline = pending.firstIndex(of: 0x0A) {
-                        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                        pending = Data(pending[(newline + 1)...])
-                        lines.withValue { $0.append(line) }
-                    }
-                }
-            }
+            readLines(from: handle) { line in lines.withValue { $0.append(line) } }
             var found: Int?
             let deadline = Date().addingTimeInterval(15)
             while found == nil && Date() < deadline && process.isRunning {

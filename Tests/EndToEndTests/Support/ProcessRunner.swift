@@ -116,3 +116,21 @@ final class LockedBox<Value>: @unchecked Sendable {
         return body(&stored)
     }
 }
+
+/// Reads `handle` on a thread of its own until end of file and hands each complete line (without its
+/// newline) to `line`, then calls `end`. For the output of processes a test started.
+func readLines(from handle: FileHandle, line: @escaping @Sendable (String) -> Void, end: @escaping @Sendable () -> Void = {}) {
+    Thread.detachNewThread {
+        var pending = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: 0x0A) {
+                line(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                pending = Data(pending[(newline + 1)...])
+            }
+        }
+        end()
+    }
+}

@@ -78,21 +78,12 @@ final class SimProcess: @unchecked Sendable {
         let handle = pipe.fileHandleForReading
         let lines = self.lines
         let condition = linesChanged
-        Thread.detachNewThread {
-            var pending = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending = Data(pending[(newline + 1)...])
-                    condition.lock()
-                    lines.withValue { $0.append(line) }
-                    condition.broadcast()
-                    condition.unlock()
-                }
-            }
+        readLines(from: handle) { line in
+            condition.lock()
+            lines.withValue { $0.append(line) }
+            condition.broadcast()
+            condition.unlock()
+        } end: {
             condition.lock()
             lines.withValue { $0.append("<eof>") }
             condition.broadcast()

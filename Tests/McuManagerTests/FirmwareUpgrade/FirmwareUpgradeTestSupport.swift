@@ -34,13 +34,12 @@ enum DFUFixtures {
         suitPollDuration: .milliseconds(300))
 }
 
-/// Collects a manager's events.
-final class EventRecorder: @unchecked Sendable {
-    private let box = ManagerTestBox([FirmwareUpgradeEvent]())
+/// Collects the events of a stream as they arrive.
+class StreamRecorder<Event: Sendable>: @unchecked Sendable {
+    private let box = ManagerTestBox([Event]())
     private var task: Task<Void, Never>?
 
-    init(_ manager: FirmwareUpgradeManager, onEvent: (@Sendable (FirmwareUpgradeEvent) -> Void)? = nil) {
-        let events = manager.events()
+    init(_ events: AsyncStream<Event>, onEvent: (@Sendable (Event) -> Void)? = nil) {
         let box = self.box
         task = Task {
             for await event in events {
@@ -52,7 +51,22 @@ final class EventRecorder: @unchecked Sendable {
 
     deinit { task?.cancel() }
 
-    var events: [FirmwareUpgradeEvent] { box.current }
+    var events: [Event] { box.current }
+
+    /// Waits until the events so far satisfy `predicate` (or 10 s passed).
+    func wait(untilAll predicate: ([Event]) -> Bool) async {
+        for _ in 0..<1000 {
+            if predicate(events) { return }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+/// Collects a manager's events.
+final class EventRecorder: StreamRecorder<FirmwareUpgradeEvent>, @unchecked Sendable {
+    init(_ manager: FirmwareUpgradeManager, onEvent: (@Sendable (FirmwareUpgradeEvent) -> Void)? = nil) {
+        super.init(manager.events(), onEvent: onEvent)
+    }
 
     /// The states entered, in order.
     var states: [FirmwareUpgradeState] {
@@ -69,10 +83,7 @@ final class EventRecorder: @unchecked Sendable {
 
     /// Waits until an event matching `predicate` arrived (or 10 s passed).
     func wait(until predicate: @escaping (FirmwareUpgradeEvent) -> Bool) async {
-        for _ in 0..<1000 {
-            if events.contains(where: predicate) { return }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        await wait(untilAll: { $0.contains(where: predicate) })
     }
 }
 

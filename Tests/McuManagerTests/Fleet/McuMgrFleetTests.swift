@@ -31,33 +31,18 @@ struct McuMgrFleetTests {
     }
 
     /// Collects a fleet's events.
-    final class FleetEventRecorder: @unchecked Sendable {
-        private let box = ManagerTestBox([McuMgrFleetEvent]())
-        private var task: Task<Void, Never>?
-
+    final class FleetEventRecorder: StreamRecorder<McuMgrFleetEvent>, @unchecked Sendable {
         init(_ fleet: McuMgrFleet, onEvent: (@Sendable (McuMgrFleetEvent) -> Void)? = nil) {
-            let events = fleet.events()
-            let box = self.box
-            task = Task {
-                for await event in events {
-                    box.withValue { $0.append(event) }
-                    onEvent?(event)
-                }
-            }
+            super.init(fleet.events(), onEvent: onEvent)
         }
-
-        deinit { task?.cancel() }
-
-        var events: [McuMgrFleetEvent] { box.current }
 
         func events(of device: String) -> [McuMgrFleetEvent] { events.filter { $0.device == device } }
 
         /// Waits until every one of `count` devices has finished (or 10 s passed).
         func waitForFinished(_ count: Int) async {
-            for _ in 0..<1000 {
-                if events.filter({ if case .finished = $0.kind { true } else { false } }).count >= count { return }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
+            await wait(untilAll: { events in
+                events.filter({ if case .finished = $0.kind { true } else { false } }).count >= count
+            })
         }
     }
 
