@@ -5,6 +5,7 @@ import McuMgrCore
 import McuMgrDBus
 import McuMgrSimulator
 import TestSupport
+import Synchronization
 import Testing
 
 /// A simulated device served as a BLE peripheral on the rig's hci1, in this process, with the same
@@ -15,6 +16,7 @@ final class BLEHarness: @unchecked Sendable {
     let device: SimulatedDevice
     let peripheral: SMPGattPeripheral
     private var observer: Int?
+    private let reboots = Mutex(0)
 
     /// - Parameter drop: requests the device ignores (to hold requests in flight).
     init(
@@ -43,12 +45,26 @@ final class BLEHarness: @unchecked Sendable {
             let now = monotonicNow()
             let down = event.rebootAt > now ? event.rebootAt - now : .zero
             let up = event.rebootingUntil > now ? event.rebootingUntil - now : .zero
-            Task {
+            Task { [weak self] in
                 try? await Task.sleep(for: down)
                 await peripheral.suspend()
                 try? await Task.sleep(for: up - down)
                 try? await peripheral.resume()
+                self?.reboots.withLock { $0 += 1 }
             }
+        }
+    }
+
+    /// Waits until the peripheral has gone down and come back up `count` times in all (the D-Bus calls
+    /// of a reboot take longer than its nominal 300 ms on a loaded machine).
+    func waitUntilRebooted(_ count: Int = 1, within limit: Duration = .seconds(15)) async throws {
+        let deadline = ContinuousClock.now + limit
+        while reboots.withLock({ $0 }) < count {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the simulated device did not come back within \(limit)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 

@@ -124,8 +124,8 @@ struct BLETransportTests {
             let os = DefaultManager(client: client)
             #expect(try await os.echo("before") == "before")
             try await os.reset()
-            // The device reboots 250 ms after answering and is back 50 ms later.
-            try await Task.sleep(for: .milliseconds(800))
+            // The device reboots 250 ms after answering and is back 50 ms later (later under load).
+            try await harness.waitUntilRebooted()
             #expect(try await os.echo("after") == "after")
             #expect(harness.device.resetCount == 1)
             await client.close()
