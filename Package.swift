@@ -50,7 +50,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
@@ -62,7 +61,6 @@ let package = Package(
             dependencies: [
                 "McuMgrCore",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "CZlibSystem",
             ]
@@ -79,7 +77,7 @@ let package = Package(
         ),
         .target(
             name: "McuMgrSimulator",
-            dependencies: ioTargetDependencies + [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ioTargetDependencies
         ),
         .executableTarget(
             name: "smp",

@@ -6,7 +6,7 @@
 # `import McuManager` does not bring fails here, even when the package's own targets compile.
 #
 # Usage: bash Scripts/consumer-test.sh        (after `swift build`: it runs .build/debug/smp-sim)
-# Cost: it shares this package's build directory, where swift-nio, swift-crypto and the library are
+# Cost: it shares this package's build directory, where swift-nio and the library are
 # already compiled with the same commands, so it compiles and links only the five programs (~15 s on
 # 2 cores; with a directory of its own, the first build took ~5 min here and compiled all of them again).
 # Environment:

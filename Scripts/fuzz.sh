@@ -11,7 +11,7 @@
 #
 # Targets: cbor console raw (pure core), response image package suit (client library), dbus (D-Bus
 # message unmarshalling). The binaries are built with `swiftc -sanitize=fuzzer,address` from the
-# library's own sources (instrumented); swift-crypto, NIOConcurrencyHelpers and swift-log come uninstrumented
+# library's own sources (instrumented); NIOConcurrencyHelpers and swift-log come uninstrumented
 # from the debug build, so `swift build` must have run first. Builds and working corpora live under
 # .build/fuzz (or $SMP_FUZZ_BUILD_DIR); new inputs found in a run go to .build/fuzz/corpus/<target> (the committed seeds stay
 # as they are), crashes to .build/fuzz/artifacts/<target>. Runs at nice 10, one process (one job).
@@ -22,7 +22,6 @@ cd "$repo"
 out="${SMP_FUZZ_BUILD_DIR:-$repo/.build/fuzz}"
 triple_dir="$(swift build --show-bin-path 2>/dev/null)"
 modules="$triple_dir/Modules"
-checkouts="$repo/.build/checkouts"
 core_targets=(cbor console raw telnet)
 manager_targets=(response image package suit)
 dbus_targets=(dbus)
@@ -48,23 +47,18 @@ stale() {
 # Object files of the uninstrumented dependencies from the debug build.
 dependency_objects() {
     local target
-    for target in Logging Crypto CryptoBoringWrapper CCryptoBoringSSL CCryptoBoringSSLShims CXKCP CXKCPShims \
-        NIOConcurrencyHelpers CNIOAtomics; do
+    for target in Logging NIOConcurrencyHelpers CNIOAtomics; do
         [[ -d $triple_dir/$target.build ]] && find "$triple_dir/$target.build" -name '*.o'
     done
 }
 
 build() {
-    if [[ ! -e $modules/Crypto.swiftmodule || ! -e $modules/NIOConcurrencyHelpers.swiftmodule ]]; then
-        echo "fuzz.sh: run 'swift build' first (the fuzz binaries link its swift-crypto, NIOConcurrencyHelpers and swift-log)" >&2
+    if [[ ! -e $modules/Logging.swiftmodule || ! -e $modules/NIOConcurrencyHelpers.swiftmodule ]]; then
+        echo "fuzz.sh: run 'swift build' first (the fuzz binaries link its NIOConcurrencyHelpers and swift-log)" >&2
         exit 1
     fi
     mkdir -p "$out/modules" "$out/obj" "$out/bin"
     local cc_deps=(
-        -Xcc "-fmodule-map-file=$checkouts/swift-crypto/Sources/CCryptoBoringSSLShims/include/module.modulemap"
-        -Xcc "-fmodule-map-file=$checkouts/swift-crypto/Sources/CCryptoBoringSSL/include/module.modulemap"
-        -Xcc "-fmodule-map-file=$checkouts/swift-crypto/Sources/CXKCPShims/include/module.modulemap"
-        -Xcc "-fmodule-map-file=$checkouts/swift-crypto/Sources/CXKCP/include/module.modulemap"
         -Xcc "-fmodule-map-file=$repo/Sources/CZlibSystem/module.modulemap"
         -Xcc "-fmodule-map-file=$triple_dir/CNIOAtomics.build/module.modulemap"
     )

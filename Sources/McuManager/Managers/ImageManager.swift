@@ -1,4 +1,3 @@
-import Crypto
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

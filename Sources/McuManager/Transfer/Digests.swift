@@ -1,4 +1,4 @@
-import Crypto
+import McuMgrCore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,4 +1,3 @@
-import Crypto
 import McuMgrCore
 
 /// File-system group (8): download, upload, status, hash/checksum, supported hashes, close

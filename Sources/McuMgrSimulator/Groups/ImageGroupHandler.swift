@@ -1,4 +1,3 @@
-import Crypto
 import McuMgrCore
 
 /// Image group (1): state read/write, upload, erase, slot info (PROTOCOL.md 3.2, 4).

@@ -1,4 +1,3 @@
-import Crypto
 import McuMgrCore
 
 /// The flash image slots of every updatable image, with the MCUboot trailer of each slot, and what the

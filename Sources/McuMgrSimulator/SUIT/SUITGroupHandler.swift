@@ -1,4 +1,3 @@
-import Crypto
 import McuMgrCore
 
 /// SUIT group (66) and the image group's SUIT view (PROTOCOL.md 3.11; sdk-nrf suitfu, ios-dm SuitManager).

@@ -1,4 +1,3 @@
-import Crypto
 import McuMgrCore
 
 /// The SUIT side of a simulated SUIT device (PROTOCOL.md 3.11): the installed application root manifest,

@@ -1,4 +1,3 @@
-import Crypto
 import McuMgrCore
 
 /// Builds and reads the SUIT envelopes the simulated SUIT device accepts: real SUIT structure (a subset of

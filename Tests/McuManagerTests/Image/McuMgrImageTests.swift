@@ -1,6 +1,7 @@
-import Crypto
+import McuMgrCore
 import Foundation
 import Testing
+import TestSupport
 
 @testable import McuManager
 

@@ -1,6 +1,7 @@
 import Foundation
 import McuManager
 import Testing
+import TestSupport
 
 @Suite struct McuMgrPackageSafetyTests {
     static let image = PackageFixtures.mcubootImage(body: PackageFixtures.body(1200))

@@ -1,4 +1,4 @@
-import Crypto
+import McuMgrCore
 import Foundation
 import McuManager
 import Testing

@@ -3,6 +3,7 @@ import McuManager
 import McuMgrCore
 import Testing
 import ZIPFoundation
+import TestSupport
 
 /// Builders for package tests: unsigned MCUboot images, zips in memory, SUIT envelopes.
 enum PackageFixtures {

@@ -1,4 +1,3 @@
-import Crypto
 import McuMgrCore
 import Testing
 

@@ -1,5 +1,6 @@
 import McuMgrSerial
 import Testing
+import TestSupport
 
 /// The Telnet / RFC 2217 client codec, byte by byte: the negotiation ser2net 4.3 really sends (recorded
 /// from `ser2net -n` with a `telnet(rfc2217)` accepter), escapes, refusals, subnegotiations split

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import McuMgrCore
 
@@ -113,21 +114,8 @@ func itemFromFixture(_ json: Any) throws -> CBOR {
     return .undefined
 }
 
-/// A small deterministic random generator (SplitMix64), so failures can be reproduced.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A random item; tags avoid numbers that cbor2 gives meaning to (dates, bignums, …).
-func randomItem(_ rng: inout SeededRandom, depth: Int = 0) -> CBOR {
+func randomItem(_ rng: inout SplitMix64, depth: Int = 0) -> CBOR {
     let kinds = depth < 4 ? 13 : 9
     switch Int.random(in: 0..<kinds, using: &rng) {
     case 0:

@@ -1,20 +1,10 @@
+import TestSupport
 import Testing
 
 @testable import McuMgrCore
 
 /// Random event sequences: the machine never traps, ends at most once, and stays silent after the end.
 @Suite struct FirmwareUpgradeFuzzTests {
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func randomList(_ rng: inout SplitMix64) -> [DeviceImageSlot] {
         let hashes = [FW.old, FW.new, FW.new1, FW.other]
         return (0..<Int.random(in: 0...4, using: &rng)).map { _ in
@@ -33,7 +23,7 @@ import Testing
     }
 
     @Test func randomEventSequencesNeverTrapAndEndOnce() {
-        var rng = SplitMix64(state: 0x5EED)
+        var rng = SplitMix64(seed: 0x5EED)
         let modes = FirmwareUpgradeMode.allCases
         let bootloaders: [BootloaderModeKind] = (-1...10).map { BootloaderModeKind(rawValue: $0) }
         for _ in 0..<400 {

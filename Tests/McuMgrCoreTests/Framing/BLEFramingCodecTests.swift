@@ -1,5 +1,6 @@
 import McuMgrCore
 import Testing
+import TestSupport
 
 @Suite("Bluetooth LE framing")
 struct BLEFramingCodecTests {
@@ -7,7 +8,7 @@ struct BLEFramingCodecTests {
     static let attMTUs = [23, 185, 247, 498]
 
     /// A valid SMP packet with `payloadSize` random payload bytes.
-    static func packet(_ payloadSize: Int, sequence: UInt8, using random: inout FramingTestRandom) -> [UInt8] {
+    static func packet(_ payloadSize: Int, sequence: UInt8, using random: inout SplitMix64) -> [UInt8] {
         let header = SMPHeader(
             operation: .writeResponse, length: UInt16(payloadSize), group: McuMgrGroup(UInt16(random.next(below: 70))),
             sequence: sequence, command: McuMgrCommand(rawValue: UInt8(random.next(below: 8))))
@@ -21,7 +22,7 @@ struct BLEFramingCodecTests {
 
     @Test(arguments: attMTUs)
     func encodeCutsAtTheATTPayloadSize(mtu: Int) {
-        var random = FramingTestRandom(seed: UInt64(mtu))
+        var random = SplitMix64(seed: UInt64(mtu))
         let codec = BLEFramingCodec(maximumWriteLength: mtu - 3)
         for payloadSize in [0, 1, mtu - 3 - 8, mtu - 3 - 7, mtu, 3 * (mtu - 3) - 8, 2000] {
             let packet = Self.packet(payloadSize, sequence: 1, using: &random)
@@ -36,7 +37,7 @@ struct BLEFramingCodecTests {
 
     @Test(arguments: attMTUs)
     func severalPacketsInFlightRoundTrip(mtu: Int) {
-        var random = FramingTestRandom(seed: 0xB1E + UInt64(mtu))
+        var random = SplitMix64(seed: 0xB1E + UInt64(mtu))
         let codec = BLEFramingCodec(maximumWriteLength: mtu - 3)
         // Pipelined responses: each packet fragmented on its own, then all sent back to back.
         let packets = (0..<12).map { Self.packet(Int(random.next(below: 1200)), sequence: UInt8($0), using: &random) }
@@ -46,7 +47,7 @@ struct BLEFramingCodecTests {
     }
 
     @Test func notificationsSplitAtEveryBoundary() {
-        var random = FramingTestRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         let first = Self.packet(40, sequence: 1, using: &random)
         let second = Self.packet(3, sequence: 2, using: &random)
         var codec = BLEFramingCodec(maximumWriteLength: 244)
@@ -65,7 +66,7 @@ struct BLEFramingCodecTests {
     }
 
     @Test func packetsCutIntoRandomFragmentsAtEachMTU() {
-        var random = FramingTestRandom(seed: 99)
+        var random = SplitMix64(seed: 99)
         for mtu in Self.attMTUs {
             var codec = BLEFramingCodec(maximumWriteLength: mtu - 3)
             for round in 0..<30 {
@@ -83,7 +84,7 @@ struct BLEFramingCodecTests {
     }
 
     @Test func headerSplitOverTwoPayloadsIsAccepted() {
-        var random = FramingTestRandom(seed: 3)
+        var random = SplitMix64(seed: 3)
         let packet = Self.packet(30, sequence: 5, using: &random)
         var codec = BLEFramingCodec(maximumWriteLength: 20)
         #expect(codec.decode(Array(packet[..<3])) == [])
@@ -93,7 +94,7 @@ struct BLEFramingCodecTests {
     }
 
     @Test func payloadWithoutValidHeaderIsDroppedAlone() {
-        var random = FramingTestRandom(seed: 4)
+        var random = SplitMix64(seed: 4)
         let good = Self.packet(10, sequence: 1, using: &random)
         var codec = BLEFramingCodec(maximumWriteLength: 244)
         let reservedBits: [UInt8] = [0xE1, 0, 0, 2, 0, 0, 0, 0, 1, 2]
@@ -104,7 +105,7 @@ struct BLEFramingCodecTests {
     }
 
     @Test func overrunDropsThePacketInProgress() {
-        var random = FramingTestRandom(seed: 5)
+        var random = SplitMix64(seed: 5)
         let packet = Self.packet(30, sequence: 1, using: &random)
         let next = Self.packet(2, sequence: 2, using: &random)
         var codec = BLEFramingCodec(maximumWriteLength: 244)
@@ -124,7 +125,7 @@ struct BLEFramingCodecTests {
     }
 
     @Test func resetForgetsAPartialPacket() {
-        var random = FramingTestRandom(seed: 6)
+        var random = SplitMix64(seed: 6)
         let packet = Self.packet(100, sequence: 1, using: &random)
         var codec = BLEFramingCodec(maximumWriteLength: 20)
         _ = codec.decode(Array(packet[..<20]))
@@ -143,7 +144,7 @@ struct BLEFramingCodecTests {
     }
 
     @Test func garbageNeverCrashesAndGoodPacketsStillArrive() {
-        var random = FramingTestRandom(seed: 8)
+        var random = SplitMix64(seed: 8)
         var codec = BLEFramingCodec(maximumWriteLength: 64, maximumPacketSize: 512)
         for _ in 0..<2000 {
             _ = codec.decode(random.bytes(Int(random.next(below: 80))))

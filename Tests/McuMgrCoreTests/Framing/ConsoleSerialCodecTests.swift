@@ -1,5 +1,6 @@
 @testable import McuMgrCore
 import Testing
+import TestSupport
 
 @Suite("Console serial framing")
 struct ConsoleSerialCodecTests {
@@ -22,7 +23,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func encodedLinesRespectTheLineLength() {
-        var random = FramingTestRandom(seed: 1)
+        var random = SplitMix64(seed: 1)
         for lineLength in [7, 8, 10, 64, 127, 128, 131, 4096] {
             let codec = ConsoleSerialCodec(maximumLineLength: lineLength)
             for size in [0, 1, 2, 3, 88, 89, 90, 91, 92, 93, 94, 182, 183, 184, 185, 1000] {
@@ -59,7 +60,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func roundTripsEveryPacketSizeUpTo3000() {
-        var random = FramingTestRandom(seed: 2)
+        var random = SplitMix64(seed: 2)
         var codec = ConsoleSerialCodec()
         for size in 0...3000 {
             let packet = random.bytes(size)
@@ -71,7 +72,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func packetsOfInterestingSizesSurviveAnySplit() {
-        var random = FramingTestRandom(seed: 3)
+        var random = SplitMix64(seed: 3)
         let sizes = [0, 1, 2, 3, 4, 5, 8, 17, 88, 89, 90, 91, 92, 93, 181, 182, 183, 184, 185, 500, 3000]
         let packets = sizes.map { random.bytes($0) }
         FramingCodecVerifier.verifyStream(
@@ -79,7 +80,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func acceptsZephyrStyleFramesWithPerFramePaddingAndSpilledCRC() {
-        var random = FramingTestRandom(seed: 4)
+        var random = SplitMix64(seed: 4)
         let sizes = [0, 1, 2, 3, 4, 89, 90, 91, 92, 93, 94, 200, 1000]
         let packets = sizes.map { random.bytes($0) }
         let input = packets.flatMap { zephyrFrames($0) }
@@ -95,7 +96,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func skipsConsoleNoiseBetweenFrames() {
-        var random = FramingTestRandom(seed: 5)
+        var random = SplitMix64(seed: 5)
         let noises: [[UInt8]] = [
             Array("[00:00:01.234,000] <inf> main: Booting Zephyr OS build v3.7.0\r\n".utf8),
             Array("uart:~$ ".utf8),
@@ -132,7 +133,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func corruptedPayloadFailsTheCRC() {
-        var random = FramingTestRandom(seed: 6)
+        var random = SplitMix64(seed: 6)
         let packet = random.bytes(400)
         var input = frames(packet)
         // Flip one Base64 character of the second line into another valid one.
@@ -145,7 +146,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func truncatedPacketFollowedByANewStartFrame() {
-        var random = FramingTestRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         let long = random.bytes(500)
         let lines = ConsoleSerialCodec().encode(long)
         let cut = lines[0] + lines[1]  // 2 of 6 lines
@@ -156,7 +157,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func orphanContinuationIsDroppedOnce() {
-        var random = FramingTestRandom(seed: 8)
+        var random = SplitMix64(seed: 8)
         let lines = ConsoleSerialCodec().encode(random.bytes(500))
         let next = random.bytes(30)
         // The start frame was lost: its four continuations make one drop.
@@ -181,7 +182,7 @@ struct ConsoleSerialCodecTests {
     }
 
     @Test func lengthBeyondTheConfiguredLimitIsDroppedAtOnce() {
-        var random = FramingTestRandom(seed: 9)
+        var random = SplitMix64(seed: 9)
         let big = random.bytes(2000)
         let small = random.bytes(100)
         FramingCodecVerifier.verifyStream(
@@ -256,7 +257,7 @@ struct ConsoleSerialCodecTests {
 
     @Test func manyDropsAndPacketsInterleaved() {
         // A long randomized stream: good packets, corrupted lines, lost lines and noise.
-        var random = FramingTestRandom(seed: 10)
+        var random = SplitMix64(seed: 10)
         let codec = ConsoleSerialCodec()
         var input: [UInt8] = []
         var goodPackets: [[UInt8]] = []

@@ -1,5 +1,6 @@
 import McuMgrCore
 import Testing
+import TestSupport
 
 @Suite("Datagram framing")
 struct DatagramCodecTests {
@@ -41,7 +42,7 @@ struct DatagramCodecTests {
     }
 
     @Test func largeDatagramsAreAccepted() {
-        var random = FramingTestRandom(seed: 30)
+        var random = SplitMix64(seed: 30)
         let payload = random.bytes(4000)
         let packet = SMPHeader(operation: .readResponse, length: 4000, group: .image, sequence: 1, command: McuMgrCommand(rawValue: 1)).bytes + payload
         FramingCodecVerifier.verifyDatagrams({ DatagramCodec() }, datagrams: [packet], expected: [.packet(packet)])

@@ -1,5 +1,6 @@
 import McuMgrCore
 import Testing
+import TestSupport
 
 /// Checks that a link decoder's output does not depend on how its input is split, in the manner of
 /// SwiftNIO's `ByteToMessageDecoderVerifier`.
@@ -27,7 +28,7 @@ enum FramingCodecVerifier {
             let matches = single == whole
             #expect(matches, "byte by byte: \(difference(single, whole))", sourceLocation: sourceLocation)
         }
-        var random = FramingTestRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         var reused = makeCodec()
         for round in 0..<randomSplits {
             let chunks = randomChunks(of: input, using: &random)
@@ -93,7 +94,7 @@ enum FramingCodecVerifier {
     }
 
     /// Cuts `input` at random points, sometimes finely, with an occasional empty chunk.
-    static func randomChunks(of input: [UInt8], using random: inout FramingTestRandom) -> [[UInt8]] {
+    static func randomChunks(of input: [UInt8], using random: inout SplitMix64) -> [[UInt8]] {
         var chunks: [[UInt8]] = []
         var start = 0
         let fine = random.next(below: 4) == 0
@@ -128,29 +129,5 @@ enum FramingCodecVerifier {
         case .dropped(let reason):
             return "dropped(\(reason))"
         }
-    }
-}
-
-/// SplitMix64: a small seeded generator so random tests reproduce.
-struct FramingTestRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A value in `0..<bound` (0 when bound is 0).
-    mutating func next(below bound: UInt64) -> UInt64 {
-        bound == 0 ? 0 : next() % bound
-    }
-
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
     }
 }

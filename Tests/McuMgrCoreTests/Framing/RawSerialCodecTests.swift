@@ -1,10 +1,11 @@
 @testable import McuMgrCore
 import Testing
+import TestSupport
 
 @Suite("Raw serial framing")
 struct RawSerialCodecTests {
     /// A valid SMP packet with `payloadSize` random payload bytes.
-    static func packet(_ payloadSize: Int, sequence: UInt8, using random: inout FramingTestRandom) -> [UInt8] {
+    static func packet(_ payloadSize: Int, sequence: UInt8, using random: inout SplitMix64) -> [UInt8] {
         let header = SMPHeader(
             operation: .readResponse, length: UInt16(payloadSize), group: McuMgrGroup(UInt16(random.next(below: 70))),
             sequence: sequence, command: McuMgrCommand(rawValue: 0))
@@ -18,14 +19,14 @@ struct RawSerialCodecTests {
     }
 
     @Test func packetsBackToBackSurviveAnySplit() {
-        var random = FramingTestRandom(seed: 20)
+        var random = SplitMix64(seed: 20)
         let packets = [0, 1, 9, 100, 0, 2000, 3].enumerated().map { Self.packet($1, sequence: UInt8($0), using: &random) }
         FramingCodecVerifier.verifyStream(
             { RawSerialCodec() }, input: packets.flatMap { $0 }, expected: packets.map { .packet($0) })
     }
 
     @Test func garbageIsSkippedAndReportedOnce() {
-        var random = FramingTestRandom(seed: 21)
+        var random = SplitMix64(seed: 21)
         let first = Self.packet(20, sequence: 1, using: &random)
         let second = Self.packet(5, sequence: 2, using: &random)
         // Each garbage byte has reserved bits set, so no header can start inside it.
@@ -38,7 +39,7 @@ struct RawSerialCodecTests {
     }
 
     @Test func invalidVersionOperationAndLengthAreNotHeaders() {
-        var random = FramingTestRandom(seed: 22)
+        var random = SplitMix64(seed: 22)
         let good = Self.packet(4, sequence: 9, using: &random)
         let reservedVersion: [UInt8] = [0x10]  // version bits 0b10
         let badOperation: [UInt8] = [0x0C]  // v2, OP 4
@@ -50,7 +51,7 @@ struct RawSerialCodecTests {
     }
 
     @Test func garbageBetweenManyPacketsAnySplit() {
-        var random = FramingTestRandom(seed: 23)
+        var random = SplitMix64(seed: 23)
         var input: [UInt8] = []
         var expected: [SMPFramingEvent] = []
         for sequence in 0..<20 {
@@ -65,7 +66,7 @@ struct RawSerialCodecTests {
     }
 
     @Test func resetDiscardsAPartialPacket() {
-        var random = FramingTestRandom(seed: 24)
+        var random = SplitMix64(seed: 24)
         let packet = Self.packet(50, sequence: 3, using: &random)
         var codec = RawSerialCodec()
         #expect(codec.decode(Array(packet.prefix(30))).isEmpty)
@@ -76,7 +77,7 @@ struct RawSerialCodecTests {
     }
 
     @Test func largeStreamStaysCompact() {
-        var random = FramingTestRandom(seed: 25)
+        var random = SplitMix64(seed: 25)
         var codec = RawSerialCodec()
         for sequence in 0..<300 {
             let packet = Self.packet(Int(random.next(below: 2000)), sequence: UInt8(truncatingIfNeeded: sequence), using: &random)

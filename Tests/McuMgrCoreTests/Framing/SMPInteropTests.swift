@@ -1,5 +1,6 @@
 import McuMgrCore
 import Testing
+import TestSupport
 
 /// Console framing and whole messages checked against the PyPI `smp` package.
 @Suite("Interoperability with PyPI smp", .enabled(if: PySMP.isAvailable, PySMP.unavailableComment))
@@ -9,7 +10,7 @@ struct SMPInteropTests {
 
     /// Deterministic packet contents of a given size.
     static func packet(size: Int) -> [UInt8] {
-        var random = FramingTestRandom(seed: UInt64(size) &* 0x1234_5678 &+ 1)
+        var random = SplitMix64(seed: UInt64(size) &* 0x1234_5678 &+ 1)
         return random.bytes(size)
     }
 
@@ -96,7 +97,7 @@ struct SMPInteropTests {
         let response = SMPPacket(
             header: SMPHeader(operation: .writeResponse, length: 0, group: .os, sequence: 0x42, command: McuMgrCommand(0)),
             payload: [0xBF, 0x61, 0x72, 0x65, 0x68, 0x65, 0x6C, 0x6C, 0x6F, 0xFF])  // indefinite map, as zcbor
-        var random = FramingTestRandom(seed: 40)
+        var random = SplitMix64(seed: 40)
         let chunk = random.bytes(300)
         let upload = SMPPacket(
             header: SMPHeader(operation: .write, length: 0, group: .image, sequence: 9, command: McuMgrCommand(1)),

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 
 @testable import McuMgrCore
 
@@ -78,7 +79,7 @@ import Testing
     }
 
     @Test func randomisedDeviceBehaviourAlwaysConverges() {
-        var rng = SeededRandom(seed: 42)
+        var rng = SplitMix64(seed: 42)
         for _ in 0..<200 {
             let total = Int.random(in: 1...5000, using: &rng)
             var p = SMPUploadPlanner(totalSize: total, window: Int.random(in: 1...4, using: &rng))
