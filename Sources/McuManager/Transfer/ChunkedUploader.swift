@@ -60,6 +60,44 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     public func upload(
         _ source: some UploadSource, progress: TransferProgressHandler? = nil
     ) async throws -> UploadResult {
+        let target = self.target
+        let engine = UploadEngine(
+            client: client, configuration: configuration, control: control,
+            command: UploadEngine.Command(
+                operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
+                name: Target.Request.operationName,
+                firstChunkMayErase: target.firstChunkMayErase),
+            request: { offset, data, total in try UploadEngine.encode(target.request(offset: offset, data: data, totalSize: total)) },
+            deviceOffset: { try target.deviceOffset(from: $0) })
+        return try await engine.upload(source, progress: progress)
+    }
+}
+
+/// The upload code itself, one copy for every target and source: `ChunkedUploader` hands it the
+/// target's request encoder and answer reader as closures (a generic runner was compiled once per
+/// target and source type, half a megabyte of the `smp` binary).
+struct UploadEngine: Sendable {
+    /// The chunk request's SMP command and names.
+    struct Command: Sendable {
+        var operation: SMPOperation
+        var group: McuMgrGroup
+        var command: McuMgrCommand
+        /// For messages: "image upload", "file upload", ...
+        var name: String
+        var firstChunkMayErase: Bool
+    }
+
+    let client: McuMgrClient
+    let configuration: UploadConfiguration
+    let control: UploadControl?
+    let command: Command
+    /// The encoded request carrying `data` at `offset` of a `total`-byte upload.
+    let request: @Sendable (_ offset: Int, _ data: Data, _ total: Int) throws -> [UInt8]
+    /// The device's next offset from its answer to a chunk.
+    let deviceOffset: @Sendable (SMPPacket) throws -> Int
+
+    /// Uploads all of `source` (see `ChunkedUploader.upload(_:progress:)`).
+    func upload(_ source: any UploadSource, progress: TransferProgressHandler?) async throws -> UploadResult {
         let clock = ContinuousClock()
         let started = clock.now
         let total = source.size
@@ -67,10 +105,9 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         let depth = max(1, deviceDepth)
 
         if total == 0 {
-            let request = target.request(offset: 0, data: Data(), totalSize: 0)
-            let offset = try await Self.send(request, client: client, target: target, timeout: configuration.firstChunkTimeout, configuration: configuration)
+            let offset = try await send(try request(0, Data(), 0), timeout: configuration.firstChunkTimeout)
             guard offset == 0 else {
-                throw McuMgrError(.protocolViolation, "\(Target.Request.operationName): the device reported offset \(offset) for an empty upload")
+                throw McuMgrError(.protocolViolation, "\(command.name): the device reported offset \(offset) for an empty upload")
             }
             progress?(TransferProgress(bytesTransferred: 0, totalBytes: 0, bytesPerSecond: nil))
             return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: depth, chunksSent: 1, duration: clock.now - started)
@@ -87,21 +124,21 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
         } catch {
             if depth > previousWindow { await client.setWindow(previousWindow) }
             if error is CancellationError {
-                throw McuMgrError(.cancelled, "\(Target.Request.operationName) was cancelled")
+                throw McuMgrError(.cancelled, "\(command.name) was cancelled")
             }
             throw error
         }
     }
 
     private func run(
-        _ source: some UploadSource, total: Int, messageLimit: Int, depth: Int,
+        _ source: any UploadSource, total: Int, messageLimit: Int, depth: Int,
         progress: TransferProgressHandler?, clock: ContinuousClock, started: ContinuousClock.Instant
     ) async throws -> UploadResult {
         let client = self.client
-        let target = self.target
         let configuration = self.configuration
         let control = self.control
-        let name = Target.Request.operationName
+        let command = self.command
+        let name = command.name
         var machine = SMPUploadMachine(
             total: total,
             limits: SMPUploadMachine.Limits(
@@ -136,16 +173,16 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
 
         func submit(_ chunk: SMPUploadPlanner.Chunk) async throws {
             let data = try source.read(offset: chunk.offset, length: chunk.length)
-            let payload = try Self.encode(target.request(offset: chunk.offset, data: data, totalSize: total))
+            let payload = try request(chunk.offset, data, total)
             // Chunks the link loses are resent after the measured round-trip timeout. The chunk at offset 0
             // may erase a slot for seconds: not resent within the transport's `eraseResendFloor` (a late
             // copy is harmless: the device answers it with its offset, or rewrites the same first bytes).
             let first = chunk.offset == 0
-            let eraseFloor = first && target.firstChunkMayErase ? client.transport.eraseResendFloor : nil
+            let eraseFloor = first && command.firstChunkMayErase ? client.transport.eraseResendFloor : nil
             submissions += 1
             let submission = submissions
             let handle = try await client.submit(
-                operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
+                operation: command.operation, group: command.group, command: command.command,
                 payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
                 resendFloor: eraseFloor.map { min($0, configuration.firstChunkTimeout / 4) }, name: name
             ) { result in sink.yield((chunk, submission, result)) }
@@ -212,7 +249,7 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                     // device reports a failure in it (a chunk sent again must not hide a failed write).
                     if case .success(let packet) = result {
                         do {
-                            _ = try target.deviceOffset(from: packet)
+                            _ = try deviceOffset(packet)
                         } catch let error as McuMgrError where error.kind == .device && error.returnCode != .busy {
                             throw error
                         } catch {}
@@ -224,10 +261,10 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 switch result {
                 case .success(let packet):
                     do {
-                        let deviceOffset = try target.deviceOffset(from: packet)
+                        let offset = try deviceOffset(packet)
                         // A resend since the previous answer means the link lost something.
                         let resends = client.resendCount
-                        actions = machine.answered(chunk, deviceOffset: deviceOffset, linkResent: resends > resendsSeen, now: now())
+                        actions = machine.answered(chunk, deviceOffset: offset, linkResent: resends > resendsSeen, now: now())
                         resendsSeen = resends
                     } catch let error as McuMgrError where error.returnCode == .busy {
                         actions = machine.busy(chunk)
@@ -320,59 +357,44 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
 
     /// The largest data length for a chunk at `offset`, from the request encoded with empty data.
     private func maximumDataLength(at offset: Int, total: Int, messageLimit: Int) throws -> Int {
-        let empty = target.request(offset: offset, data: Data(), totalSize: total)
-        let encoded: [UInt8]
-        do {
-            encoded = try CBOREncoder().encode(empty)
-        } catch {
-            throw McuMgrError(.usage, "cannot encode \(Target.Request.self): \(error)")
-        }
+        let encoded = try request(offset, Data(), total)
         var length = SMPChunkSizer.maximumDataLength(
             messageLimit: messageLimit, sizeWithEmptyData: SMPHeader.size + encoded.count)
         if let cap = configuration.maximumChunkSize { length = min(length, max(1, cap)) }
         guard length > 0 else {
             throw McuMgrError(
                 .usage,
-                "\(Target.Request.operationName): a message of \(messageLimit) bytes cannot carry any data; raise the link MTU")
+                "\(command.name): a message of \(messageLimit) bytes cannot carry any data; raise the link MTU")
         }
         return length
     }
 
-    static func encode(_ request: Target.Request) throws -> [UInt8] {
+    /// A chunk request encoded; an error names its type.
+    static func encode<Request: McuMgrRequest>(_ request: Request) throws -> [UInt8] {
         do {
             return try CBOREncoder().encode(request)
         } catch {
-            throw McuMgrError(.usage, "cannot encode \(Target.Request.self): \(error)")
+            throw McuMgrError(.usage, "cannot encode \(Request.self): \(error)")
         }
     }
 
     /// Sends one chunk, resending while the device answers busy.
-    static func send(
-        _ request: Target.Request, client: McuMgrClient, target: Target, timeout: Duration,
-        configuration: UploadConfiguration
-    ) async throws -> Int {
-        let payload: [UInt8]
-        do {
-            payload = try CBOREncoder().encode(request)
-        } catch {
-            throw McuMgrError(.usage, "cannot encode \(Target.Request.self): \(error)")
-        }
+    private func send(_ payload: [UInt8], timeout: Duration) async throws -> Int {
         var busy = 0
         while true {
             let packet = try await client.send(
-                operation: Target.Request.operation, group: Target.Request.group, command: Target.Request.command,
-                payload: payload, timeout: timeout, name: Target.Request.operationName)
+                operation: command.operation, group: command.group, command: command.command,
+                payload: payload, timeout: timeout, name: command.name)
             do {
-                return try target.deviceOffset(from: packet)
+                return try deviceOffset(packet)
             } catch let error as McuMgrError where error.returnCode == .busy && busy < configuration.maximumBusyRetries {
                 busy += 1
                 do {
                     try await Task.sleep(for: configuration.busyRetryDelay)
                 } catch {
-                    throw McuMgrError(.cancelled, "\(Target.Request.operationName) was cancelled")
+                    throw McuMgrError(.cancelled, "\(command.name) was cancelled")
                 }
             }
         }
     }
 }
-
