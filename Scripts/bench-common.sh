@@ -2,17 +2,18 @@
 # to be installed, a work directory with a random payload, and starting/stopping one smp-sim.
 # Needs: repo (the checkout), size (payload bytes). Sets: smp, sim, work, sim_pid.
 
-# bench_build [--no-build]: builds smp and smp-sim (unless told not to) with the Swift runtime and
-# FoundationEssentials linked in (a self-contained binary that needs no Swift toolchain on the machine and starts
-# without loading ~20 shared libraries); sets smp and sim.
+source "$repo/Scripts/release-flags.sh"
+
+# bench_build [--no-build]: builds smp and smp-sim (unless told not to) as they ship (release-flags.sh:
+# the Swift runtime and FoundationEssentials linked in, whole-program optimised for size); sets smp and sim.
 bench_build() {
     if [[ "${1:-}" != "--no-build" ]]; then
-        echo "building release (swift build -c release --static-swift-stdlib --product smp / smp-sim)..." >&2
-        swift build -c release --static-swift-stdlib --product smp >&2
-        swift build -c release --static-swift-stdlib --product smp-sim >&2
+        echo "building release (swift build ${release_flags[*]} --product smp / smp-sim)..." >&2
+        swift build "${release_flags[@]}" --product smp >&2
+        swift build "${release_flags[@]}" --product smp-sim >&2
     fi
     local bin
-    bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
+    bin="$(swift build "${release_flags[@]}" --show-bin-path)"
     smp="$bin/smp"
     sim="$bin/smp-sim"
 }

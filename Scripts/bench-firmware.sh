@@ -34,12 +34,12 @@ source Scripts/bench-common.sh
 if [[ -n "${BENCH_SMP:-}" ]]; then
     smp="$BENCH_SMP"  # a given smp binary (e.g. a debug build), nothing built
 else
-    # Only smp: no simulator here. Built as bench_build builds it (static Swift runtime, release).
+    # Only smp: no simulator here. Built as bench_build builds it (release-flags.sh).
     if [[ "${1:-}" != "--no-build" ]]; then
-        echo "building release (swift build -c release --static-swift-stdlib --product smp)..." >&2
-        swift build -c release --static-swift-stdlib --product smp >&2
+        echo "building release (swift build ${release_flags[*]} --product smp)..." >&2
+        swift build "${release_flags[@]}" --product smp >&2
     fi
-    smp="$(swift build -c release --static-swift-stdlib --show-bin-path)/smp"
+    smp="$(swift build "${release_flags[@]}" --show-bin-path)/smp"
 fi
 bench_workdir smp-bench-firmware
 export SMP_FIRMWARE_RIG_ROOT="$work/rigs"

@@ -3,7 +3,8 @@
 #   bash Scripts/package.sh [--out DIR] [--fast]   (default DIR: .build/package)
 # --fast compresses the package with xz -1 instead of xz -6 (30 s instead of 130 s on 2 cores, 40 MB instead
 # of 35 MB): for CI, which only installs it.
-# Both hold `smp` and `smp-sim` (release, Swift runtime linked in: --static-swift-stdlib, stripped), man
+# Both hold `smp` and `smp-sim` (release as Scripts/release-flags.sh builds it: Swift runtime linked in,
+# whole-program optimised for size; stripped), man
 # pages (swift-argument-parser's generate-manual tool, the one its generate-manual plugin runs), bash, zsh
 # and fish completions (the tools' --generate-completion-script), a udev rule that gives the plugdev group
 # the serial ports of known SMP boards, the README and the license. Prints what it built, with sizes and
@@ -34,8 +35,10 @@ timed() {  # timed LABEL COMMAND...: runs it, logs how long it took
     log "$label: $((SECONDS - start)) s"
 }
 
-# 1. Release binaries, built once (as Scripts/bench.sh builds them), and the man page generator.
-release=(-c release --static-swift-stdlib)
+# 1. Release binaries, built once (as Scripts/bench.sh builds them: release-flags.sh), and the man page
+# generator.
+source Scripts/release-flags.sh
+release=("${release_flags[@]}")
 timed "swift build smp (release)" swift build "${release[@]}" --product smp
 timed "swift build smp-sim (release)" swift build "${release[@]}" --product smp-sim
 timed "swift build generate-manual" swift build "${release[@]}" --product generate-manual
