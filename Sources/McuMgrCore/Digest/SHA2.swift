@@ -8,13 +8,11 @@ package struct SHA256: Sendable {
     package static let byteCount = 32
     private static let blockSize = 64
 
-    private var state: [UInt32] = [
-        0x6A09_E667, 0xBB67_AE85, 0x3C6E_F372, 0xA54F_F53A,
-        0x510E_527F, 0x9B05_688C, 0x1F83_D9AB, 0x5BE0_CD19,
-    ]
-    /// Input not yet hashed: fewer than 64 bytes.
-    private var pending: [UInt8] = []
-    private var length: UInt64 = 0
+    private var message = SHA2Message<UInt32>(
+        state: [
+            0x6A09_E667, 0xBB67_AE85, 0x3C6E_F372, 0xA54F_F53A,
+            0x510E_527F, 0x9B05_688C, 0x1F83_D9AB, 0x5BE0_CD19,
+        ], blockSize: SHA256.blockSize)
 
     package init() {}
 
@@ -26,40 +24,14 @@ package struct SHA256: Sendable {
     }
 
     package mutating func update(data: some Sequence<UInt8>) {
-        let contiguous: Void? = data.withContiguousStorageIfAvailable { update(bytes: UnsafeRawBufferPointer($0)) }
-        if contiguous == nil {
-            Array(data).withUnsafeBytes { update(bytes: $0) }
-        }
+        message.append(data, compress: Self.compress)
     }
 
     /// The digest of everything passed to `update(data:)` (the hasher may go on taking data).
     package func finalize() -> [UInt8] {
-        var last = self
-        let bits = length &* 8
-        var tail: [UInt8] = [0x80]
-        tail += repeatElement(0, count: (Self.blockSize + 56 - (pending.count + 1) % Self.blockSize) % Self.blockSize)
-        tail += (0..<8).map { UInt8(truncatingIfNeeded: bits >> (56 - 8 * UInt64($0))) }
-        tail.withUnsafeBytes { last.update(bytes: $0) }
+        var last = message
+        last.append(message.padding(lengthFieldSize: 8), compress: Self.compress)
         return last.state.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> (24 - 8 * UInt32($0))) } }
-    }
-
-    private mutating func update(bytes: UnsafeRawBufferPointer) {
-        length &+= UInt64(bytes.count)
-        var index = 0
-        if !pending.isEmpty {
-            index = min(Self.blockSize - pending.count, bytes.count)
-            pending += bytes[0..<index]
-            guard pending.count == Self.blockSize else { return }
-            let block = pending
-            block.withUnsafeBytes { compress($0) }
-            pending.removeAll(keepingCapacity: true)
-        }
-        let whole = (bytes.count - index) / Self.blockSize * Self.blockSize
-        if whole > 0 {
-            compress(UnsafeRawBufferPointer(rebasing: bytes[index..<(index + whole)]))
-            index += whole
-        }
-        if index < bytes.count { pending += bytes[index...] }
     }
 
     private static let roundConstants: [UInt32] = [
@@ -84,7 +56,7 @@ package struct SHA256: Sendable {
     @inline(__always) private static func rotate(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
 
     /// Hashes whole 64-byte blocks into the state.
-    private mutating func compress(_ blocks: UnsafeRawBufferPointer) {
+    private static func compress(_ state: inout [UInt32], _ blocks: UnsafeRawBufferPointer) {
         Self.roundConstants.withUnsafeBufferPointer { k in
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
                 var h0 = state[0], h1 = state[1], h2 = state[2], h3 = state[3]
@@ -142,16 +114,13 @@ package struct SHA512: Sendable {
         0x1F83_D9AB_FB41_BD6B, 0x5BE0_CD19_137E_2179,
     ]
 
-    private var state: [UInt64]
+    private var message: SHA2Message<UInt64>
     private let digestLength: Int
-    /// Input not yet hashed: fewer than 128 bytes.
-    private var pending: [UInt8] = []
-    private var length: UInt64 = 0
 
     package init() { self.init(initialState: Self.initialState, digestLength: Self.byteCount) }
 
     init(initialState: [UInt64], digestLength: Int) {
-        self.state = initialState
+        self.message = SHA2Message(state: initialState, blockSize: Self.blockSize)
         self.digestLength = digestLength
     }
 
@@ -163,44 +132,15 @@ package struct SHA512: Sendable {
     }
 
     package mutating func update(data: some Sequence<UInt8>) {
-        let contiguous: Void? = data.withContiguousStorageIfAvailable { update(bytes: UnsafeRawBufferPointer($0)) }
-        if contiguous == nil {
-            Array(data).withUnsafeBytes { update(bytes: $0) }
-        }
+        message.append(data, compress: Self.compress)
     }
 
     /// The digest of everything passed to `update(data:)` (the hasher may go on taking data).
     package func finalize() -> [UInt8] {
-        var last = self
-        // A 128-bit length in bits: the top 3 bits of the byte count go to the upper word.
-        let high = length >> 61, low = length &* 8
-        var tail: [UInt8] = [0x80]
-        tail += repeatElement(0, count: (Self.blockSize + 112 - (pending.count + 1) % Self.blockSize) % Self.blockSize)
-        for word in [high, low] {
-            tail += (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64($0))) }
-        }
-        tail.withUnsafeBytes { last.update(bytes: $0) }
+        var last = message
+        last.append(message.padding(lengthFieldSize: 16), compress: Self.compress)
         let bytes = last.state.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64($0))) } }
         return Array(bytes.prefix(digestLength))
-    }
-
-    private mutating func update(bytes: UnsafeRawBufferPointer) {
-        length &+= UInt64(bytes.count)
-        var index = 0
-        if !pending.isEmpty {
-            index = min(Self.blockSize - pending.count, bytes.count)
-            pending += bytes[0..<index]
-            guard pending.count == Self.blockSize else { return }
-            let block = pending
-            block.withUnsafeBytes { compress($0) }
-            pending.removeAll(keepingCapacity: true)
-        }
-        let whole = (bytes.count - index) / Self.blockSize * Self.blockSize
-        if whole > 0 {
-            compress(UnsafeRawBufferPointer(rebasing: bytes[index..<(index + whole)]))
-            index += whole
-        }
-        if index < bytes.count { pending += bytes[index...] }
     }
 
     private static let roundConstants: [UInt64] = [
@@ -249,7 +189,7 @@ package struct SHA512: Sendable {
     @inline(__always) private static func rotate(_ x: UInt64, _ n: UInt64) -> UInt64 { (x >> n) | (x << (64 - n)) }
 
     /// Hashes whole 128-byte blocks into the state.
-    private mutating func compress(_ blocks: UnsafeRawBufferPointer) {
+    private static func compress(_ state: inout [UInt64], _ blocks: UnsafeRawBufferPointer) {
         Self.roundConstants.withUnsafeBufferPointer { k in
             withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 80) { w in
                 var h0 = state[0], h1 = state[1], h2 = state[2], h3 = state[3]
@@ -320,4 +260,69 @@ package struct SHA384: Sendable {
 
     /// The digest of everything passed to `update(data:)`.
     package func finalize() -> [UInt8] { inner.finalize() }
+}
+
+/// A message being hashed: the chaining state, the input cut into whole blocks for the compression
+/// function (what is left waits for more), and the padding that ends it (FIPS 180-4 section 5.1).
+/// SHA-256 and SHA-512 differ in word size, block size and rounds; their compression functions stay
+/// two: one generic over the word type would rely on the optimiser to specialise it.
+struct SHA2Message<Word: FixedWidthInteger & Sendable>: Sendable {
+    /// The chaining state (H0...H7).
+    var state: [Word]
+    let blockSize: Int
+    /// Bytes taken so far.
+    private var length: UInt64 = 0
+    /// Input not yet compressed: less than a block.
+    private var pending: [UInt8] = []
+
+    init(state: [Word], blockSize: Int) {
+        self.state = state
+        self.blockSize = blockSize
+    }
+
+    /// Takes `data`, hashing every whole block into the state with `compress` (several at once where
+    /// they are contiguous); copies `data` only when its bytes are not contiguous.
+    mutating func append(
+        _ data: some Sequence<UInt8>, compress: (inout [Word], UnsafeRawBufferPointer) -> Void
+    ) {
+        let contiguous: Void? = data.withContiguousStorageIfAvailable {
+            append(bytes: UnsafeRawBufferPointer($0), compress: compress)
+        }
+        if contiguous == nil {
+            Array(data).withUnsafeBytes { append(bytes: $0, compress: compress) }
+        }
+    }
+
+    private mutating func append(bytes: UnsafeRawBufferPointer, compress: (inout [Word], UnsafeRawBufferPointer) -> Void) {
+        length &+= UInt64(bytes.count)
+        var index = 0
+        if !pending.isEmpty {
+            index = min(blockSize - pending.count, bytes.count)
+            pending += bytes[0..<index]
+            guard pending.count == blockSize else { return }
+            let block = pending
+            block.withUnsafeBytes { compress(&state, $0) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        let whole = (bytes.count - index) / blockSize * blockSize
+        if whole > 0 {
+            compress(&state, UnsafeRawBufferPointer(rebasing: bytes[index..<(index + whole)]))
+            index += whole
+        }
+        if index < bytes.count { pending += bytes[index...] }
+    }
+
+    /// 0x80, zeros, and the message length in bits as a big-endian field of `lengthFieldSize` (8 or 16)
+    /// bytes, ending on a block boundary.
+    func padding(lengthFieldSize: Int) -> [UInt8] {
+        let used = (pending.count + 1 + lengthFieldSize) % blockSize
+        var tail: [UInt8] = [0x80] + repeatElement(0, count: (blockSize - used) % blockSize)
+        // The bit count takes 67 bits at most: the top 3 bits of the byte count go to the word above.
+        let high = length >> 61, low = length &* 8
+        let words = lengthFieldSize == 16 ? [high, low] : [low]
+        for word in words {
+            tail += (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64($0))) }
+        }
+        return tail
+    }
 }
