@@ -7,9 +7,11 @@ import McuMgrCore
 
 /// Remembers the console line limits `LinkProbe` learned, per device, across runs: the next connection
 /// checks them with one echo instead of probing again (and a device that takes only Zephyr's defaults
-/// is not probed again at all). A JSON file, written atomically; unreadable or odd entries are ignored.
+/// is not probed again at all). Each entry keeps the SMP buffer size the device had then (`os params`):
+/// a port whose device answers with another one (another board on a reused `/dev/ttyACM0` or pty, new
+/// firmware) is probed afresh. A JSON file, written atomically; unreadable or odd entries are ignored.
 public struct ConsoleLineMemory: Sendable, Hashable {
-    /// The file: an object of device name -> {"line": N, "lines": N}.
+    /// The file: an object of device name -> {"line": N, "lines": N, "buf": N, "seen": T}.
     public let file: URL
 
     public init(file: URL) { self.file = file }
@@ -22,20 +24,31 @@ public struct ConsoleLineMemory: Sendable, Hashable {
 
     /// What was learned for `device`, if anything.
     public func recall(_ device: String) -> LinkLimits.ConsoleLines? {
+        recollection(device)?.lines
+    }
+
+    /// What was learned for `device` when it had the same SMP buffer size (nil: unknown then and now).
+    public func recall(_ device: String, deviceBufferSize: Int?) -> LinkLimits.ConsoleLines? {
+        guard let recollection = recollection(device), recollection.bufferSize == deviceBufferSize else { return nil }
+        return recollection.lines
+    }
+
+    private func recollection(_ device: String) -> (lines: LinkLimits.ConsoleLines, bufferSize: Int?)? {
         guard let entry = cache.entries()[device], let line = entry.line,
             let lines = entry.lines, (7...65_536).contains(line), (1...1024).contains(lines)
         else { return nil }
-        return LinkLimits.ConsoleLines(length: line, count: lines)
+        return (LinkLimits.ConsoleLines(length: line, count: lines), entry.buf)
     }
 
     /// Devices kept; the ones seen longest ago go first.
     public static let capacity = 100
 
-    /// Records what was learned for `device`. Failures to write are ignored: the memory only saves time.
-    public func remember(_ lines: LinkLimits.ConsoleLines, for device: String) {
+    /// Records what was learned for `device`, whose SMP buffer size was `deviceBufferSize`. Failures to
+    /// write are ignored: the memory only saves time.
+    public func remember(_ lines: LinkLimits.ConsoleLines, deviceBufferSize: Int? = nil, for device: String) {
         cache.store(
-            Entry(line: lines.length, lines: lines.count, seen: DeviceCacheFile<Entry>.now), for: device,
-            capacity: Self.capacity, seen: \.seen)
+            Entry(line: lines.length, lines: lines.count, buf: deviceBufferSize, seen: DeviceCacheFile<Entry>.now),
+            for: device, capacity: Self.capacity, seen: \.seen)
     }
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
@@ -44,11 +57,14 @@ public struct ConsoleLineMemory: Sendable, Hashable {
     private struct Entry: Codable {
         var line: Int?
         var lines: Int?
+        /// The device's SMP buffer size when the lines were learned.
+        var buf: Int?
         var seen: Int?
 
-        init(line: Int, lines: Int, seen: Int) {
+        init(line: Int, lines: Int, buf: Int?, seen: Int) {
             self.line = line
             self.lines = lines
+            self.buf = buf
             self.seen = seen
         }
 
@@ -56,6 +72,7 @@ public struct ConsoleLineMemory: Sendable, Hashable {
             let container = try? decoder.container(keyedBy: CodingKeys.self)
             line = try? container?.decode(Int.self, forKey: .line)
             lines = try? container?.decode(Int.self, forKey: .lines)
+            buf = try? container?.decode(Int.self, forKey: .buf)
             seen = try? container?.decode(Int.self, forKey: .seen)
         }
     }

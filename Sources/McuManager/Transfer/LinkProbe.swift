@@ -24,9 +24,10 @@ public enum LinkProbe {
     ) async -> LinkLimits.ConsoleLines {
         let start = transport.currentConsoleLines
         guard transport.needsConsoleProbe else { return start }
-        // A device that took only the starting limits before is not probed again (nothing to gain).
+        // A device that took only the starting limits before is not probed again (nothing to gain),
+        // unless its SMP buffer size changed since (another board on the port, other firmware).
         let memory = transport.consoleLineMemory
-        let remembered = memory?.recall(transport.name)
+        let remembered = memory?.recall(transport.name, deviceBufferSize: deviceBufferSize)
         if remembered == start {
             transport.learnConsoleLines(start, final: true)
             logger.debug("link probe: the device took \(start) before; not probing again")
@@ -124,7 +125,7 @@ public enum LinkProbe {
             }
         }
         transport.learnConsoleLines(lines, final: true)
-        memory?.remember(lines, for: transport.name)
+        memory?.remember(lines, deviceBufferSize: deviceBufferSize, for: transport.name)
         logger.debug("link probe: the device takes \(lines) (round trip \(rtt.milliseconds) ms, \(failures) probe\(failures == 1 ? "" : "s") unanswered)")
         return lines
     }

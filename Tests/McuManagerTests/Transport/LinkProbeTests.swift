@@ -174,6 +174,13 @@ struct LinkProbeTests {
         let again = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384, memory: memory)
         _ = try await Self.upload(4096, over: again)
         #expect(again.dropped.isEmpty)
+        // A board that takes more, on the same port, with another SMP buffer size: probed afresh, not held
+        // to the defaults the board before it took.
+        let bigger = LineBufferedConsoleTransport(deviceLines: .init(length: 511, count: 3), bufferSize: 1024, memory: memory)
+        _ = try await Self.upload(4096, over: bigger)
+        #expect(bigger.currentConsoleLines == .init(length: 511, count: 3))
+        #expect(memory.recall(bigger.name, deviceBufferSize: 1024) == .init(length: 511, count: 3))
+        #expect(memory.recall(bigger.name, deviceBufferSize: 384) == nil)
     }
 
     /// Zephyr's serial buffer configurations (receive lines from 2 x 128 B to 32 x 512 B, SMP buffers
