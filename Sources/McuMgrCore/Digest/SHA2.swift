@@ -1,11 +1,26 @@
+/// What the three SHA-2 hashers offer: data in pieces, a digest at any point, or a digest at once.
+package protocol SHA2Hasher: Sendable {
+    init()
+    mutating func update(data: some Sequence<UInt8>)
+    /// The digest of everything passed to `update(data:)` (the hasher may go on taking data).
+    func finalize() -> [UInt8]
+}
+
+extension SHA2Hasher {
+    /// The digest of `data`.
+    package static func hash(data: some Sequence<UInt8>) -> [UInt8] {
+        var hasher = Self()
+        hasher.update(data: data)
+        return hasher.finalize()
+    }
+}
+
 /// SHA-2 digests (FIPS 180-4): SHA-256 for image, file and SUIT hashes, SHA-384 and SHA-512 for
 /// MCUboot images that carry those TLVs. Pure Swift, so that the tools need no cryptography library for
 /// the only cryptography they do. The round constants and initial values were derived from the primes
 /// (cube and square roots, FIPS 180-4 sections 4.2 and 5.3); the tests check every length around the
 /// block boundaries, in random splits, against an independent implementation.
-package struct SHA256: Sendable {
-    /// Bytes in a digest.
-    package static let byteCount = 32
+package struct SHA256: SHA2Hasher {
     private static let blockSize = 64
 
     private var message = SHA2Message<UInt32>(
@@ -15,13 +30,6 @@ package struct SHA256: Sendable {
         ], blockSize: SHA256.blockSize)
 
     package init() {}
-
-    /// The digest of `data`.
-    package static func hash(data: some Sequence<UInt8>) -> [UInt8] {
-        var hasher = SHA256()
-        hasher.update(data: data)
-        return hasher.finalize()
-    }
 
     package mutating func update(data: some Sequence<UInt8>) {
         message.append(data, compress: Self.compress)
@@ -103,11 +111,9 @@ package struct SHA256: Sendable {
 }
 
 /// SHA-512 (FIPS 180-4 section 6.4), and SHA-384 through it (`SHA384`).
-package struct SHA512: Sendable {
-    /// Bytes in a digest.
-    package static let byteCount = 64
+package struct SHA512: SHA2Hasher {
     private static let blockSize = 128
-    static let initialState: [UInt64] = [
+    private static let initialState: [UInt64] = [
         0x6A09_E667_F3BC_C908, 0xBB67_AE85_84CA_A73B,
         0x3C6E_F372_FE94_F82B, 0xA54F_F53A_5F1D_36F1,
         0x510E_527F_ADE6_82D1, 0x9B05_688C_2B3E_6C1F,
@@ -117,18 +123,11 @@ package struct SHA512: Sendable {
     private var message: SHA2Message<UInt64>
     private let digestLength: Int
 
-    package init() { self.init(initialState: Self.initialState, digestLength: Self.byteCount) }
+    package init() { self.init(initialState: Self.initialState, digestLength: 64) }
 
     init(initialState: [UInt64], digestLength: Int) {
         self.message = SHA2Message(state: initialState, blockSize: Self.blockSize)
         self.digestLength = digestLength
-    }
-
-    /// The digest of `data`.
-    package static func hash(data: some Sequence<UInt8>) -> [UInt8] {
-        var hasher = SHA512()
-        hasher.update(data: data)
-        return hasher.finalize()
     }
 
     package mutating func update(data: some Sequence<UInt8>) {
@@ -236,25 +235,16 @@ package struct SHA512: Sendable {
 }
 
 /// SHA-384: SHA-512 from other initial values, cut to 48 bytes (FIPS 180-4 sections 5.3.4 and 6.5).
-package struct SHA384: Sendable {
-    /// Bytes in a digest.
-    package static let byteCount = 48
+package struct SHA384: SHA2Hasher {
     private static let initialState: [UInt64] = [
         0xCBBB_9D5D_C105_9ED8, 0x629A_292A_367C_D507,
         0x9159_015A_3070_DD17, 0x152F_ECD8_F70E_5939,
         0x6733_2667_FFC0_0B31, 0x8EB4_4A87_6858_1511,
         0xDB0C_2E0D_64F9_8FA7, 0x47B5_481D_BEFA_4FA4,
     ]
-    private var inner = SHA512(initialState: SHA384.initialState, digestLength: SHA384.byteCount)
+    private var inner = SHA512(initialState: SHA384.initialState, digestLength: 48)
 
     package init() {}
-
-    /// The digest of `data`.
-    package static func hash(data: some Sequence<UInt8>) -> [UInt8] {
-        var hasher = SHA384()
-        hasher.update(data: data)
-        return hasher.finalize()
-    }
 
     package mutating func update(data: some Sequence<UInt8>) { inner.update(data: data) }
 
