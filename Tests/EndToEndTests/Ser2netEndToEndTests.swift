@@ -119,7 +119,9 @@ struct Ser2netEndToEndTests {
     /// the server's SET-BAUDRATE acknowledgement reports it.
     @Test func theBaudRateReachesTheServersPort() async throws {
         try await Self.withRig(["--baud", "230400"]) { rig in
-            let content = randomBytes(12 * 1024)
+            // Long enough (about 3 s at smp-sim's 230400 baud) that `stty`, which the loop below starts every
+            // 30 ms and which a loaded machine may be slow to start, reads the port while smp holds it.
+            let content = randomBytes(64 * 1024)
             let local = try DFUPackages.write(content, "b.bin", in: rig.directory)
             for baud in [57_600, 230_400, 19_200] {
                 let upload = Task {
