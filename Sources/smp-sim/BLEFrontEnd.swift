@@ -7,6 +7,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Logging
 import McuMgrBLE
 import McuMgrCore
 import McuMgrSimulator
@@ -24,14 +25,16 @@ final class BLEFrontEnd: Sendable {
     ///   jitter and reordering need the peripheral's own timing and are not applied over BLE, nor the
     ///   serial-only faults.
     init(
-        device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, latency: Duration,
-        faults: FaultProfile = FaultProfile()
+        device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, reassembly: Bool = true,
+        latency: Duration, faults: FaultProfile = FaultProfile()
     ) {
         self.device = device
         let plan = faults.isEmpty ? nil : LockedFaultPlan(FaultPlan(faults))
         self.peripheral = SMPGattPeripheral(
             configuration: .init(
-                adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency)
+                adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency,
+                reassembly: reassembly, bufferSize: device.configuration.bufferSize),
+            logger: BLEFrontEnd.logger
         ) { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
             guard let plan else { return device.responses(to: request, now: BLEFrontEnd.monotonicNow()) }
@@ -70,12 +73,24 @@ final class BLEFrontEnd: Sendable {
         observer.set(token)
         let configuration = peripheral.configuration
         return "ble \(adapter.name) \(adapter.address ?? "?") name \(configuration.localName) mtu \(configuration.attMTU)"
+            + " buffer \(configuration.bufferSize)" + (configuration.reassembly ? "" : " no-reassembly")
             + (configuration.acquire ? "" : " no-acquire")
     }
 
     func stop() async {
         if let token = observer.take() { device.removeResetObserver(token) }
         await peripheral.stop()
+    }
+
+    /// The peripheral's log: every write it takes and every answer it drops, on stderr with
+    /// `SMP_SIM_DEBUG=1`; silent otherwise.
+    static var logger: Logger {
+        var logger = Logger(label: "smp-sim.ble") { label in
+            ProcessInfo.processInfo.environment["SMP_SIM_DEBUG"] == "1"
+                ? StreamLogHandler.standardError(label: label) as any LogHandler : SwiftLogNoOpLogHandler()
+        }
+        logger.logLevel = .debug
+        return logger
     }
 
     static func monotonicNow() -> SMPInstant {

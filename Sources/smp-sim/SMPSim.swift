@@ -155,6 +155,9 @@ struct SMPSim: AsyncParsableCommand {
     @Flag(help: "The BLE peripheral offers no AcquireWrite/AcquireNotify: writes and notifications go over D-Bus.")
     var bleNoAcquire = false
 
+    @Flag(help: "The BLE peripheral takes every write as whole requests, as Zephyr without CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY does: a request split over writes is answered with rc 9 (ECORRUPT).")
+    var bleNoReassembly = false
+
     @Option(help: ArgumentHelp("Inject seeded link faults on every front end, e.g. loss=0.1,dup=0.02,reorder=0.02,corrupt=1e-4,noise=0.05,seed=7 (keys below).", valueName: "faults"))
     var faults: String?
 
@@ -327,7 +330,7 @@ struct SMPSim: AsyncParsableCommand {
         if let ble {
             let frontEnd = BLEFrontEnd(
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
-                latency: .milliseconds(latency), faults: faultProfile)
+                reassembly: !bleNoReassembly, latency: .milliseconds(latency), faults: faultProfile)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(line)

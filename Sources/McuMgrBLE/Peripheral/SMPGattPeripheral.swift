@@ -40,13 +40,20 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         public var applicationPath: DBusObjectPath
         /// Delay before each answer is notified (emulates a slow device or link).
         public var responseDelay: Duration
+        /// Whether writes are joined into requests as Zephyr's `CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY`
+        /// does; without it every write is taken as whole requests (`SMPWriteAssembler`).
+        public var reassembly: Bool
+        /// The SMP buffer (header included): a longer request is dropped without an answer.
+        public var bufferSize: Int
 
         public init(
             adapter: String, localName: String = "smp-sim", attMTU: Int = 247, acquire: Bool = true,
             busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral",
-            responseDelay: Duration = .zero
+            responseDelay: Duration = .zero, reassembly: Bool = true, bufferSize: Int = BLEFramingCodec.defaultMaximumPacketSize
         ) {
             self.responseDelay = responseDelay
+            self.reassembly = reassembly
+            self.bufferSize = bufferSize
             self.adapter = adapter
             self.localName = localName
             self.attMTU = attMTU
@@ -103,6 +110,7 @@ public final class SMPGattPeripheral: @unchecked Sendable {
             let characteristic = SMPCharacteristicObject(
                 connection: connection, path: characteristicPath, servicePath: servicePath,
                 attMTU: configuration.attMTU, acquire: configuration.acquire, responseDelay: configuration.responseDelay,
+                assembler: SMPWriteAssembler(reassembly: configuration.reassembly, bufferSize: configuration.bufferSize),
                 logger: logger, handler: handler)
             try connection.exportObjectManager(at: configuration.applicationPath)
             try connection.export(SMPServiceObject(), at: servicePath)
@@ -239,7 +247,8 @@ final class AdvertisementObject: DBusExportedObject {
     }
 }
 
-/// The SMP characteristic: reassembles writes, answers through the handler, notifies the answers.
+/// The SMP characteristic: takes writes as Zephyr does (`SMPWriteAssembler`), answers through the
+/// handler, notifies the answers in pieces of the link's ATT payload (at most this device's MTU − 3).
 final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private let connection: DBusConnection
     private let path: DBusObjectPath
@@ -250,12 +259,15 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private let delayQueue = DispatchQueue(label: "smp peripheral answers")
     private let logger: Logger
     private let handler: SMPGattPeripheral.RequestHandler
+    private let assembler: SMPWriteAssembler
 
     private let lock = NIOLock()
     private var value: [UInt8] = []
     private var notifying = false
-    /// Reassembly per central for WriteValue (keyed by the `device` option).
-    private var writeCodecs: [String: BLEFramingCodec] = [:]
+    /// Requests in progress per central for WriteValue (keyed by the `device` option).
+    private var writeAssemblers: [String: SMPWriteAssembler] = [:]
+    /// The ATT MTU BlueZ last reported for a connection (the `mtu` option of its calls); nil before.
+    private var linkMTU: Int?
     private var writeSockets: [PacketSocketLink] = []
     private var notifySocket: PacketSocketLink?
     /// While the device "reboots", the characteristic refuses everything as if the link were down.
@@ -263,9 +275,10 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
 
     init(
         connection: DBusConnection, path: DBusObjectPath, servicePath: DBusObjectPath, attMTU: Int, acquire: Bool,
-        responseDelay: Duration, logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
+        responseDelay: Duration, assembler: SMPWriteAssembler, logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
     ) {
         self.responseDelay = responseDelay
+        self.assembler = assembler
         self.connection = connection
         self.path = path
         self.servicePath = servicePath
@@ -292,7 +305,15 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
         return [BlueZ.gattCharacteristicInterface: properties]
     }
 
-    private var payloadSize: Int { attMTU - 3 }
+    /// Notification size: the link's ATT payload, at most this device's (as Zephyr's
+    /// `bt_gatt_get_mtu(conn) - 3`); BlueZ cuts a longer notification short.
+    private var payloadSize: Int { lock.withLock { min(attMTU, linkMTU ?? attMTU) } - 3 }
+
+    /// Keeps the link MTU that BlueZ passes in a call's options.
+    private func note(_ options: [String: DBusValue]) {
+        guard let mtu = options["mtu"]?.int, (23...517).contains(mtu) else { return }
+        lock.withLock { linkMTU = mtu }
+    }
 
     /// Announces Notifying / NotifyAcquired / WriteAcquired (BlueZ and its stand-ins cache them).
     private func emitState() {
@@ -311,14 +332,16 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             try call.expectSignature("aya{sv}")
             let bytes = call.arguments[0].bytes ?? []
             let options = call.arguments[1].stringKeyedDictionary ?? [:]
-            let central = options["device"]?.string ?? call.sender
-            let events = lock.withLock { () -> [SMPFramingEvent] in
-                var codec = writeCodecs[central] ?? BLEFramingCodec(maximumWriteLength: payloadSize)
-                let events = codec.decode(bytes)
-                writeCodecs[central] = codec
-                return events
+            let central = options["device"]?.objectPath?.rawValue ?? options["device"]?.string ?? call.sender
+            note(options)
+            logger.debug("write of \(bytes.count) B from \(central): \(bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: " "))")
+            let outcomes = lock.withLock { () -> [SMPWriteAssembler.Outcome] in
+                var assembler = writeAssemblers[central] ?? self.assembler
+                let outcomes = assembler.take(bytes)
+                writeAssemblers[central] = assembler
+                return outcomes
             }
-            process(events)
+            process(outcomes)
             return []
         case "ReadValue":
             return [.bytes(lock.withLock { value })]
@@ -344,15 +367,16 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             // BlueZ confirms indications; notifications need nothing.
             return []
         case "AcquireWrite" where acquire:
+            note(call.arguments.first?.stringKeyedDictionary ?? [:])
             let (ours, theirs) = try socketPair()
-            let codec = LockedCodec(BLEFramingCodec(maximumWriteLength: payloadSize))
+            let assembler = LockedAssembler(self.assembler)
             let socket: PacketSocketLink
             do {
                 socket = try PacketSocketLink(
                     readFD: ours, writeFD: nil, receiveSize: 65536,
                     onPacket: { [weak self] bytes in
-                        let events = codec.decode(bytes)
-                        self?.process(events)
+                        let outcomes = assembler.take(bytes)
+                        self?.process(outcomes)
                     },
                     onClose: { [weak self] _ in self?.socketClosed() })
             } catch {
@@ -364,6 +388,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             emitState()
             return [.unixFD(DBusUnixFD(owning: theirs)), .uint16(UInt16(attMTU))]
         case "AcquireNotify" where acquire:
+            note(call.arguments.first?.stringKeyedDictionary ?? [:])
             let (ours, theirs) = try socketPair()
             let socket: PacketSocketLink
             do {
@@ -404,10 +429,12 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     }
 
     /// Hands whole requests to the handler and notifies the answers.
-    private func process(_ events: [SMPFramingEvent]) {
-        for event in events {
-            switch event {
-            case .packet(let request):
+    private func process(_ outcomes: [SMPWriteAssembler.Outcome]) {
+        for outcome in outcomes {
+            switch outcome {
+            case .answer(let answer):
+                notify(answer)
+            case .request(let request):
                 let responses = handler(request)
                 if responseDelay > .zero {
                     let nanoseconds = Int(clamping: responseDelay.components.seconds * 1_000_000_000 + responseDelay.components.attoseconds / 1_000_000_000)
@@ -417,14 +444,15 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 } else {
                     for response in responses { notify(response) }
                 }
-            case .dropped(let drop):
-                logger.debug("dropped a write: \(drop)")
+            case .dropped(let why):
+                logger.debug("dropped a write: \(why)")
             }
         }
     }
 
     private func notify(_ response: [UInt8]) {
         let units = BLEFramingCodec(maximumWriteLength: payloadSize).encode(response)
+        logger.debug("answer of \(response.count) B in \(units.count) notifications of up to \(payloadSize) B")
         let (socket, signals) = lock.withLock { () -> (PacketSocketLink?, Bool) in
             if let last = units.last { value = last }
             return (notifySocket, notifying)
@@ -448,7 +476,8 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 writeSockets = []
                 notifySocket = nil
                 notifying = false
-                writeCodecs = [:]
+                writeAssemblers = [:]
+                linkMTU = nil
             }
             return (writeSockets, notifySocket, notifying || notifySocket != nil)
         }
@@ -465,16 +494,16 @@ extension SMPCharacteristicObject {
     }
 }
 
-/// A framing codec behind a lock (one per acquired write socket).
-final class LockedCodec: @unchecked Sendable {
+/// A write assembler behind a lock (one per acquired write socket).
+final class LockedAssembler: @unchecked Sendable {
     private let lock = NIOLock()
-    private var codec: BLEFramingCodec
+    private var assembler: SMPWriteAssembler
 
-    init(_ codec: BLEFramingCodec) {
-        self.codec = codec
+    init(_ assembler: SMPWriteAssembler) {
+        self.assembler = assembler
     }
 
-    func decode(_ bytes: [UInt8]) -> [SMPFramingEvent] {
-        lock.withLock { codec.decode(bytes) }
+    func take(_ bytes: [UInt8]) -> [SMPWriteAssembler.Outcome] {
+        lock.withLock { assembler.take(bytes) }
     }
 }
