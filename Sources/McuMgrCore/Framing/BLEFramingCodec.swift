@@ -35,6 +35,22 @@ public struct BLEFramingCodec: SMPFramingCodec {
         self.maximumPacketSize = maximumPacketSize
     }
 
+    /// Largest value of one ATT write or notification (`BT_ATT_MAX_VALUE_LEN`).
+    public static let attributeValueLimit = 512
+    /// Largest write value a BlueZ peripheral takes: its bluetoothd (5.66) checks the write PDU's
+    /// length, handle included, against 512 and drops a longer Write Command without a word (510), and
+    /// between two bluetoothd the EATT bearers carry at most 509 (measured: 510-byte writes vanish
+    /// there, 509-byte ones arrive).
+    public static let blueZPeripheralWriteLimit = 509
+
+    /// The longest write a client should send over a link whose ATT MTU is `attMTU`: the ATT payload
+    /// (MTU − 3), at most an attribute value (512 bytes: BlueZ's AcquireWrite socket reads 512 bytes
+    /// and sends a longer write cut short), and at most 509 toward a peripheral that runs BlueZ.
+    public static func maximumWriteLength(attMTU: Int, peripheralRunsBlueZ: Bool = false) -> Int {
+        let limit = peripheralRunsBlueZ ? blueZPeripheralWriteLimit : attributeValueLimit
+        return max(minimumWriteLength, min(attMTU - 3, limit))
+    }
+
     /// The largest SMP packet a client should send. A device without SMP reassembly
     /// (`CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY`) takes each write as a whole packet, so the packet must
     /// fit one write; a device with reassembly takes packets up to its `buf_size`.
