@@ -380,3 +380,10 @@ final class LinkInboundHandler: ChannelInboundHandler, Sendable {
         handler(.closed(error))
     }
 }
+
+extension SerialTransport: McuMgrLinkAdvising {
+    /// A request the device could not parse came over a noisy line or at another baud rate.
+    public func hint(for returnCode: McuMgrReturnCode) -> String? {
+        returnCode.rawValue == 9 ? "check the link for noise or a wrong baud rate" : nil
+    }
+}

@@ -119,7 +119,11 @@ public actor McuMgrClient {
         let packet = try await send(
             operation: R.operation, group: R.group, command: R.command, payload: payload,
             timeout: timeout, name: operation)
-        return try Self.successItem(from: packet, operation: operation)
+        var linkHint: (@Sendable (McuMgrReturnCode) -> String?)?
+        if let advising = transport as? any McuMgrLinkAdvising {
+            linkHint = { advising.hint(for: $0) }
+        }
+        return try Self.successItem(from: packet, operation: operation, linkHint: linkHint)
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
@@ -197,7 +201,9 @@ public actor McuMgrClient {
     }
 
     /// The payload of a response as a CBOR item, after checking the device's status (`rc` / `err`).
-    public static func successItem(from packet: SMPPacket, operation: String) throws -> CBOR {
+    public static func successItem(
+        from packet: SMPPacket, operation: String, linkHint: (@Sendable (McuMgrReturnCode) -> String?)? = nil
+    ) throws -> CBOR {
         let item: CBOR
         do {
             item = packet.payload.isEmpty ? .map([]) : try CBOR(decoding: packet.payload)
@@ -207,7 +213,7 @@ public actor McuMgrClient {
                 "\(operation): the device's answer is not valid CBOR (\(error)); the firmware may be broken or the link corrupting data"
             )
         }
-        if let error = McuMgrError.device(SMPResponseStatus(response: item), operation: operation) {
+        if let error = McuMgrError.device(SMPResponseStatus(response: item), operation: operation, linkHint: linkHint) {
             throw error
         }
         return item
@@ -365,10 +371,16 @@ public actor McuMgrClient {
     private func execute(_ actions: [SMPSession.Action]) {
         for action in actions {
             switch action {
-            case .send(_, let bytes):
+            case .send(let id, let bytes):
                 traceRequest(bytes)
                 do {
                     try transport.send(bytes)
+                } catch let refusal as McuMgrError where refusal.kind == .usage {
+                    // The link refused this packet (it cannot carry it to this device): only this
+                    // request fails, with the link's reason; the link stays up for the others.
+                    operations[id] = nil
+                    waiting.removeValue(forKey: id)?.complete(.failure(refusal))
+                    execute(session.cancel(id, now: now).filter { if case .fail = $0 { false } else { true } })
                 } catch {
                     let reason = (error as? McuMgrError)?.message ?? "cannot send to \(transport.name): \(error)"
                     link = .closed

@@ -44,15 +44,18 @@ public struct McuMgrError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 
-    /// The error a device status stands for, for the named operation.
-    public static func device(_ status: SMPResponseStatus, operation: String) -> McuMgrError? {
+    /// The error a device status stands for, for the named operation; `linkHint` says what a return
+    /// code most likely means on the link it came over (it wins over the code's generic hint).
+    public static func device(
+        _ status: SMPResponseStatus, operation: String, linkHint: (@Sendable (McuMgrReturnCode) -> String?)? = nil
+    ) -> McuMgrError? {
         switch status {
         case .success:
             return nil
         case .returnCode(let rc, let reason):
             var message = "\(operation) failed: the device answered \(rc.name) (rc \(rc.rawValue)): \(rc.meaning)"
             if let reason, !reason.isEmpty { message += " (\(reason))" }
-            if let hint = rc.hint { message += "; \(hint)" }
+            if let hint = linkHint?(rc) ?? rc.hint { message += "; \(hint)" }
             return McuMgrError(.device, message, returnCode: rc, reason: reason)
         case .groupError(let error):
             let group = error.group.name ?? "group \(error.group.rawValue)"

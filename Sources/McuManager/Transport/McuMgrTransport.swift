@@ -70,6 +70,13 @@ extension McuMgrTransport {
     }
 }
 
+/// A transport that knows what a device's return code most likely means on its link: rc 9 (ECORRUPT)
+/// is noise or a wrong baud rate on a serial line, but a device without SMP reassembly over Bluetooth.
+public protocol McuMgrLinkAdvising: McuMgrTransport {
+    /// What the user can do about `returnCode` on this link, or nil for the code's generic hint.
+    func hint(for returnCode: McuMgrReturnCode) -> String?
+}
+
 /// A transport over a serial console whose line limits can be learned from the device (`LinkProbe`).
 public protocol McuMgrConsoleLineTransport: McuMgrTransport {
     /// The console line limits in force.

@@ -72,7 +72,6 @@ public struct McuMgrReturnCode: RawRepresentable, Sendable, Hashable, CustomStri
         case 6: return "check the device's state (e.g. `smp image list`) first"
         case 7: return "lower the MTU or chunk size"
         case 8: return "the firmware was built without this command; enable it in the device's configuration"
-        case 9: return "check the link for noise or a wrong baud rate"
         case 10: return "retry in a moment"
         default: return nil
         }
