@@ -30,7 +30,7 @@ public struct BLEScanner: Sendable {
     ) async throws -> [BlueZDeviceInfo] {
         let table = DeviceTable()
         for device in known.devices(on: adapter.path) {
-            table.update(device, seen: device.rssi != nil || device.connected)
+            table.update(device, seen: device.discovered || device.connected)
         }
         if let stop, let hit = table.all.first(where: stop) { return [hit] }
 
@@ -61,7 +61,7 @@ public struct BLEScanner: Sendable {
         // Devices that appeared between the snapshot and the subscriptions.
         if let fresh = try? await client.objects() {
             for device in fresh.devices(on: adapterPath) where table.device(at: device.path) == nil {
-                table.update(device, seen: device.rssi != nil || device.connected)
+                table.update(device, seen: device.discovered || device.connected)
             }
             if let stop, let hit = table.all.first(where: stop) { return [hit] }
         }
@@ -70,6 +70,19 @@ public struct BLEScanner: Sendable {
             try? await Task.sleep(for: timeout)
             wake.continuation.finish()
         }
+        // The controller reports each device once per discovery (duplicate filtering), and the kernel
+        // drops a report that arrives before it calls discovery started: such a device stays hidden
+        // until the kernel restarts discovery some 10 s later. Restarting it sooner gives it another
+        // chance: after 2.5 s, then every 5 s.
+        let restarter = Task { [client, adapter] in
+            var wait = Duration.milliseconds(2500)
+            while !Task.isCancelled {
+                try await Task.sleep(for: wait)
+                await client.restartDiscovery(adapter: adapter, serviceUUIDs: serviceUUIDs)
+                wait = .seconds(5)
+            }
+        }
+
         var accepted: BlueZDeviceInfo?
         for await device in wake.stream {
             if let stop, stop(device) {
@@ -78,6 +91,8 @@ public struct BLEScanner: Sendable {
             }
         }
         timer.cancel()
+        restarter.cancel()
+        _ = await restarter.result
         await client.stopDiscovery(adapter: adapter)
         let seen = table.all.filter { table.wasSeen($0.path) }
         if let accepted { return [accepted] + seen.filter { $0.path != accepted.path } }

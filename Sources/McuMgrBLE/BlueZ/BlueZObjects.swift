@@ -42,8 +42,14 @@ public struct BlueZDeviceInfo: Sendable, Hashable {
     public var name: String?
     /// BlueZ's alias (the name, or the address when there is none).
     public var alias: String?
-    /// Signal strength in dBm; BlueZ reports it only while discovering.
+    /// Signal strength in dBm; nil when BlueZ reports none, or reports HCI's 127 ("not available").
     public var rssi: Int?
+    /// Whether BlueZ reports a signal strength at all (it does only for devices the current or latest
+    /// discovery saw, even when the controller could not measure it).
+    public var discovered: Bool
+    /// BlueZ's `Modalias` (from the device's PnP ID), e.g. `usb:v1D6Bp0246d0542` for a peripheral that
+    /// runs BlueZ 5.66.
+    public var modalias: String?
     /// Advertised service UUIDs (lower case).
     public var uuids: [String]
     public var connected: Bool
@@ -56,7 +62,10 @@ public struct BlueZDeviceInfo: Sendable, Hashable {
         self.address = properties["Address"]?.string.flatMap(BluetoothAddress.init)
         self.name = properties["Name"]?.string
         self.alias = properties["Alias"]?.string
-        self.rssi = properties["RSSI"]?.int
+        let rssi = properties["RSSI"]?.int
+        self.discovered = rssi != nil
+        self.rssi = rssi == Self.rssiNotAvailable ? nil : rssi
+        self.modalias = properties["Modalias"]?.string
         self.uuids = (properties["UUIDs"]?.strings ?? []).map { $0.lowercased() }
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
@@ -69,7 +78,8 @@ public struct BlueZDeviceInfo: Sendable, Hashable {
         if let address { merged["Address"] = .string(address.rawValue) }
         if let name { merged["Name"] = .string(name) }
         if let alias { merged["Alias"] = .string(alias) }
-        if let rssi { merged["RSSI"] = .int16(Int16(clamping: rssi)) }
+        if discovered { merged["RSSI"] = .int16(Int16(clamping: rssi ?? Self.rssiNotAvailable)) }
+        if let modalias { merged["Modalias"] = .string(modalias) }
         merged["UUIDs"] = .strings(uuids)
         merged["Connected"] = .boolean(connected)
         merged["ServicesResolved"] = .boolean(servicesResolved)
@@ -79,6 +89,12 @@ public struct BlueZDeviceInfo: Sendable, Hashable {
         merged.merge(changed) { _, new in new }
         self = BlueZDeviceInfo(path: path, properties: merged)
     }
+
+    /// HCI's RSSI value for "not available" (Bluetooth Core, Vol 4, Part E, 7.7.65.2).
+    static let rssiNotAvailable = 127
+
+    /// Whether the device runs BlueZ (its PnP ID is BlueZ's default: Linux Foundation, product 0x0246).
+    public var runsBlueZ: Bool { modalias?.lowercased().hasPrefix("usb:v1d6bp0246") ?? false }
 
     /// Whether the device advertises the SMP service.
     public var advertisesSMP: Bool { uuids.contains { SMPGattUUID.matches($0, SMPGattUUID.service) } }

@@ -23,16 +23,21 @@ import McuMgrDBus
 /// what a firmware upgrade needs after its reset.
 public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
     public let configuration: Configuration
+    /// Where what was learned about each device (buffers, reassembly) is kept between runs; nil to
+    /// learn it on every connection.
+    public let deviceMemory: BLEDeviceMemory?
     private let logger: Logger
     private let lock = NIOLock()
     private var link: BleLink?
 
     public init(
         configuration: Configuration,
-        logger: Logger = Logger(label: "mcumgr.ble", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "mcumgr.ble", factory: { _ in SwiftLogNoOpLogHandler() }),
+        deviceMemory: BLEDeviceMemory? = .standard
     ) {
         self.configuration = configuration
         self.logger = logger
+        self.deviceMemory = deviceMemory
     }
 
     /// A transport for a `ble:` URI.
@@ -42,19 +47,24 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
 
     public var name: String { configuration.uri.description }
 
-    /// The ATT payload of the current connection (ATT MTU − 3): the largest packet a device without
-    /// SMP reassembly takes.
+    /// The longest write of the current connection (ATT MTU − 3, at most 512, 510 toward BlueZ): the
+    /// largest packet a device without SMP reassembly takes.
     public var mtu: Int {
         lock.lock()
         defer { lock.unlock() }
-        return link?.maximumWriteLength ?? ((configuration.attMTU ?? 23) - 3)
+        return link?.maximumWriteLength ?? BLEFramingCodec.maximumWriteLength(attMTU: configuration.attMTU ?? 23)
     }
 
     /// The ATT MTU of the current connection, nil when not connected.
     public var attMTU: Int? {
         lock.lock()
         defer { lock.unlock() }
-        return link.map { $0.maximumWriteLength + 3 }
+        return link?.attMTU
+    }
+
+    /// What is known about the connected device's buffers and reassembly, nil when not connected.
+    public var deviceProfile: BLEDeviceProfile? {
+        lock.withLock { link?.profile }
     }
 
     /// The connected device's address, once connected.
@@ -73,8 +83,9 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
     }
 
     public func maximumPacketSize(deviceBufferSize: Int) -> Int {
-        BLEFramingCodec.maximumPacketSize(
-            maximumWriteLength: mtu, deviceBufferSize: deviceBufferSize, deviceReassembles: configuration.deviceReassembly)
+        let reassembles = deviceProfile?.reassembles ?? configuration.deviceReassembly
+        return BLEFramingCodec.maximumPacketSize(
+            maximumWriteLength: mtu, deviceBufferSize: deviceBufferSize, deviceReassembles: reassembles)
     }
 
     public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
@@ -92,11 +103,43 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         do {
             let opened = try await BleConnector(configuration: configuration, client: client, logger: logger, name: name)
                 .connect(handler: handler)
+            await learnProfile(of: opened)
+            // Lost while asking about the device: say so now rather than on the first request.
+            if let lost = opened.lossError { throw lost }
             lock.withLock { link = opened }
         } catch {
             client.connection.close()
             throw error
         }
+    }
+
+    /// Fills in the link's device profile: the buffers from `os params` (one round trip), and whether
+    /// the device reassembles from the memory when it had the same buffer before, else from the
+    /// reassembly probe (one more round trip, only when its buffer holds more than one write).
+    private func learnProfile(of link: BleLink) async {
+        let key = link.device.address?.rawValue ?? link.device.path.rawValue
+        var profile = BLEDeviceProfile()
+        let timeout = Duration.seconds(5)
+        if let answer = await link.exchange(BLEDeviceProbe.parametersRequest(), timeout: timeout, reading: BLEDeviceProbe.parameters(in:)),
+            let buffers = answer
+        {
+            profile.bufferSize = buffers.bufferSize
+            profile.bufferCount = buffers.bufferCount
+        }
+        var source = "asked"
+        if !configuration.deviceReassembly {
+            source = "reassembly=off"
+        } else if let known = deviceMemory?.reassembles(key, bufferSize: profile.bufferSize) {
+            profile.reassembles = known
+            source = "reassembly remembered"
+        } else if profile.needsReassemblyProbe(maximumWriteLength: link.maximumWriteLength) {
+            profile.reassembles = await link.exchange(
+                BLEDeviceProbe.reassemblyRequest(maximumWriteLength: link.maximumWriteLength), timeout: timeout,
+                reading: BLEDeviceProbe.reassembly(in:))
+        }
+        link.profile = profile
+        logger.debug("BLE device \(link.device.label): \(profile) (\(source))")
+        if source == "asked" { deviceMemory?.remember(profile, for: key) }
     }
 
     public func send(_ packet: [UInt8]) throws {
@@ -122,6 +165,7 @@ final class BleLink: @unchecked Sendable {
     let device: BlueZDeviceInfo
     let characteristic: BlueZCharacteristicInfo
     let maximumWriteLength: Int
+    let attMTU: Int
     let weConnected: Bool
     let deviceReassembly: Bool
     private let name: String
@@ -136,9 +180,15 @@ final class BleLink: @unchecked Sendable {
     private var notifier: PacketSocketLink?
     private var subscriptions: [DBusSubscription] = []
     private var ended = false
+    private var learned = BLEDeviceProfile()
+    private var lost: McuMgrError?
+    /// The `exchange` in progress, ended early when the link is lost.
+    private var pendingExchange: (@Sendable () -> Void)?
+    /// While the transport asks the device about itself: takes the answers meant for it.
+    private var interceptor: (@Sendable ([UInt8]) -> Bool)?
 
     init(
-        client: BlueZClient, device: BlueZDeviceInfo, characteristic: BlueZCharacteristicInfo, maximumWriteLength: Int,
+        client: BlueZClient, device: BlueZDeviceInfo, characteristic: BlueZCharacteristicInfo, attMTU: Int, maximumWriteLength: Int,
         weConnected: Bool, deviceReassembly: Bool, name: String, writeType: String, logger: Logger,
         handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
     ) {
@@ -147,6 +197,7 @@ final class BleLink: @unchecked Sendable {
         self.device = device
         self.characteristic = characteristic
         self.maximumWriteLength = maximumWriteLength
+        self.attMTU = attMTU
         self.weConnected = weConnected
         self.name = name
         self.writeType = writeType
@@ -164,12 +215,57 @@ final class BleLink: @unchecked Sendable {
         }
     }
 
+    /// What is known about the device's buffers and reassembly.
+    var profile: BLEDeviceProfile {
+        get { lock.withLock { learned } }
+        set { lock.withLock { learned = newValue } }
+    }
+
+    /// Sends `packet` outside the session and returns what `reading` makes of the first answer it
+    /// recognises, or nil after `timeout` or when the link ends.
+    func exchange<T: Sendable>(_ packet: [UInt8], timeout: Duration, reading: @escaping @Sendable ([UInt8]) -> T?) async -> T? {
+        let box = ExchangeBox<T>()
+        let ended = lock.withLock { () -> Bool in
+            interceptor = { bytes in
+                guard let value = reading(bytes) else { return false }
+                box.finish(value)
+                return true
+            }
+            pendingExchange = { box.finish(nil) }
+            return self.ended
+        }
+        defer {
+            lock.withLock {
+                interceptor = nil
+                pendingExchange = nil
+            }
+        }
+        guard !ended else { return nil }
+        let units = encoder.encode(packet)
+        let writer = lock.withLock { self.writer }
+        if let writer {
+            guard writer.send(units) else { return nil }
+        } else {
+            for unit in units {
+                client.writeValue(unit, characteristic: characteristic.path, type: writeType) { _ in }
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            box.finish(nil)
+        }
+        defer { timer.cancel() }
+        return await box.value()
+    }
+
     /// One notification (ATT payload) from the device.
     func received(_ payload: [UInt8]) {
-        let events = lock.withLock { ended ? [] : decoder.decode(payload) }
+        let (events, interceptor) = lock.withLock { (ended ? [] : decoder.decode(payload), self.interceptor) }
         for event in events {
             switch event {
-            case .packet(let packet): handler(.packet(packet))
+            case .packet(let packet):
+                if let interceptor, interceptor(packet) { continue }
+                handler(.packet(packet))
             case .dropped(let drop): handler(.dropped(drop))
             }
         }
@@ -177,13 +273,11 @@ final class BleLink: @unchecked Sendable {
 
     func send(_ packet: [UInt8]) throws {
         let (ended, writer) = lock.withLock { (self.ended, self.writer) }
-        guard !ended else { throw McuMgrError(.transport, "the Bluetooth link to \(name) is closed") }
-        if !deviceReassembly, packet.count > maximumWriteLength {
-            // The device would take the first write as the whole request (PROTOCOL.md 5.5).
-            throw McuMgrError(
-                .usage,
-                "a \(packet.count)-byte request does not fit one \(maximumWriteLength)-byte write (ATT MTU \(maximumWriteLength + 3)) and the device does not reassemble (reassembly=off); shorten the request, or drop reassembly=off if the firmware has CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY"
-            )
+        guard !ended else { throw lossError ?? McuMgrError(.transport, "the Bluetooth link to \(name) is closed") }
+        // A device without reassembly takes the first write as the whole request, and one with it drops
+        // a request larger than its buffer, both without an answer the client could wait for.
+        if let refusal = profile.refusal(packetSize: packet.count, maximumWriteLength: maximumWriteLength, assumeReassembly: deviceReassembly) {
+            throw McuMgrError(.usage, "\(name) (ATT MTU \(attMTU)): \(refusal)")
         }
         let units = encoder.encode(packet)
         if let writer {
@@ -200,15 +294,25 @@ final class BleLink: @unchecked Sendable {
 
     /// The link dropped: every request in flight fails at once.
     func lost(_ reason: String) {
+        let error = McuMgrError(
+            .transport,
+            "the Bluetooth link to \(name) was lost: \(reason); the device reset, went out of range or was switched off (the next request reconnects)"
+        )
+        let abandon = lock.withLock { () -> (@Sendable () -> Void)? in
+            if lost == nil { lost = error }
+            return pendingExchange
+        }
+        abandon?()
         guard end() else { return }
         logger.debug("BLE link \(name) lost: \(reason)")
-        handler(
-            .closed(
-                McuMgrError(
-                    .transport,
-                    "the Bluetooth link to \(name) was lost: \(reason); the device reset, went out of range or was switched off (the next request reconnects)"
-                )))
+        handler(.closed(error))
         client.connection.close()
+    }
+
+    /// Why the link ended, when it was lost.
+    var lossError: McuMgrError? {
+        get { lock.withLock { lost } }
+        set { lock.withLock { lost = newValue } }
     }
 
     /// Closes the link on request; `.closed(nil)` follows.
@@ -255,10 +359,27 @@ struct BleConnector {
     let logger: Logger
     let name: String
 
-    /// A failure worth retrying while a device that just reset comes back.
+    /// A failure worth retrying while a device that just reset comes back; `rediscover` when BlueZ
+    /// dropped the device's object (it removes an unpaired device some 30 s after it disconnects).
     private struct Retry: Error {
         var error: McuMgrError
+        var rediscover = false
     }
+
+    /// Whether an attempt called `Connect`: a connection this transport asked for is its own to close,
+    /// even when a later attempt finds it already up.
+    final class Ownership: @unchecked Sendable {
+        private let lock = NIOLock()
+        private var connected = false
+        var calledConnect: Bool {
+            get { lock.withLock { connected } }
+            set { lock.withLock { connected = newValue } }
+        }
+    }
+
+    /// How long the D-Bus `Connect` call may take: longer than BlueZ's own connection attempt, so that
+    /// BlueZ's answer (and not a D-Bus NoReply) ends a failed one.
+    var connectCallTimeout: Duration { configuration.connectTimeout + .seconds(10) }
 
     /// A failure that retrying cannot fix (the device wants pairing).
     private struct Fatal: Error {
@@ -277,20 +398,30 @@ struct BleConnector {
     func connect(handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws -> BleLink {
         let objects = try await client.objects()
         let adapter = try client.adapter(named: configuration.adapter, in: objects)
-        let device = try await findDevice(adapter: adapter, objects: objects)
+        var device = try await findDevice(adapter: adapter, objects: objects)
         let deadline = ContinuousClock.now + configuration.scanTimeout
+        let ownership = Ownership()
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try await attach(device: device, adapter: adapter, handler: handler)
+                return try await attach(device: device, adapter: adapter, ownership: ownership, handler: handler)
             } catch let fatal as Fatal {
+                if ownership.calledConnect { await client.disconnect(device.path) }
                 throw fatal.error
             } catch let retry as Retry {
                 // At least one retry, however slow the first attempt was.
-                guard ContinuousClock.now < deadline || attempt < 2 else { throw retry.error }
+                guard ContinuousClock.now < deadline || attempt < 2 else {
+                    // A connection this transport asked for is not left behind (the device would stay
+                    // connected and stop advertising to every other client).
+                    if ownership.calledConnect { await client.disconnect(device.path) }
+                    throw retry.error
+                }
                 logger.debug("BLE connect attempt \(attempt) to \(device.label): \(retry.error.message); retrying")
                 try await Task.sleep(for: .milliseconds(300))
+                if retry.rediscover {
+                    device = try await findDevice(adapter: adapter, objects: try await client.objects())
+                }
             }
         }
     }
@@ -306,7 +437,7 @@ struct BleConnector {
     private func findDevice(adapter: BlueZAdapterInfo, objects: BlueZObjects) async throws -> BlueZDeviceInfo {
         let known = objects.devices(on: adapter.path)
         if case .address = configuration.target, let device = known.first(where: matches) { return device }
-        if case .name = configuration.target, let device = known.first(where: { matches($0) && ($0.connected || $0.rssi != nil) }) {
+        if case .name = configuration.target, let device = known.first(where: { matches($0) && ($0.connected || $0.discovered) }) {
             return device
         }
         let target = configuration.target
@@ -332,7 +463,8 @@ struct BleConnector {
     }
 
     private func attach(
-        device found: BlueZDeviceInfo, adapter: BlueZAdapterInfo, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
+        device found: BlueZDeviceInfo, adapter: BlueZAdapterInfo, ownership: Ownership,
+        handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
     ) async throws -> BleLink {
         let connection = client.connection
         // Watch the device before connecting so that no change is missed.
@@ -347,30 +479,54 @@ struct BleConnector {
         var keep = false
         defer { if !keep { watch.cancel() } }
 
-        var device = try await client.device(at: devicePath)
+        var device: BlueZDeviceInfo
+        do {
+            device = try await client.device(at: devicePath)
+        } catch let error as McuMgrError {
+            throw Retry(error: error, rediscover: true)
+        }
         state.apply(["Connected": .boolean(device.connected), "ServicesResolved": .boolean(device.servicesResolved)])
-        let weConnected = !device.connected
+        let weConnected = !device.connected || ownership.calledConnect
         if !device.connected {
+            ownership.calledConnect = true
             do {
-                try await client.connect(device, timeout: configuration.connectTimeout)
+                try await client.connect(device, timeout: connectCallTimeout)
             } catch let error as DBusError {
                 let mapped = BlueZClient.map(error, "connecting to \(device.label)")
-                if error.name == DBusError.noReply {
-                    throw McuMgrError(
-                        .timeout,
-                        "connecting to \(device.label) timed out after \(configuration.connectTimeout); the device may be out of range, not connectable, or connected to another central"
-                    )
-                }
                 if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device)) }
+                if error.name == DBusError.noReply {
+                    throw Retry(
+                        error: McuMgrError(
+                            .timeout,
+                            "connecting to \(device.label) timed out after \(connectCallTimeout); the device may be out of range, not connectable, or connected to another central"
+                        ))
+                }
+                // BlueZ dropped the device's object: find it again by scanning.
+                let vanished = error.name == DBusError.unknownObject || error.name == "org.bluez.Error.DoesNotExist"
                 throw Retry(
                     error: McuMgrError(
                         .transport,
                         "cannot connect to \(device.label): \(error.message.isEmpty ? error.name : error.message); the device may not be connectable (is it connected to another central, or out of range?)"
-                    ))
+                    ), rediscover: vanished)
+            }
+            // BlueZ may answer Connect without ever signalling Connected (its "already connected" race):
+            // read the properties instead of waiting for a signal that does not come.
+            if let fresh = try? await client.device(at: devicePath) {
+                state.apply(["Connected": .boolean(fresh.connected), "ServicesResolved": .boolean(fresh.servicesResolved)])
             }
         }
-        // Services must be resolved before the characteristic exists.
-        guard await state.wait(until: { $0.connected && $0.servicesResolved }, timeout: configuration.connectTimeout) else {
+        // Services must be resolved before the characteristic exists; signals wake the wait, and the
+        // properties are read once a second in case a signal never comes.
+        let resolveDeadline = ContinuousClock.now + configuration.connectTimeout
+        var resolved = false
+        while !resolved, ContinuousClock.now < resolveDeadline {
+            resolved = await state.wait(until: { $0.connected && $0.servicesResolved }, timeout: .seconds(1))
+            if !resolved, let fresh = try? await client.device(at: devicePath) {
+                state.apply(["Connected": .boolean(fresh.connected), "ServicesResolved": .boolean(fresh.servicesResolved)])
+                resolved = fresh.connected && fresh.servicesResolved
+            }
+        }
+        guard resolved else {
             let now = state.snapshot
             if !now.connected {
                 throw Retry(error: McuMgrError(.transport, "\(device.label) disconnected right after connecting; is it rebooting, or does it refuse this central?"))
@@ -379,6 +535,15 @@ struct BleConnector {
                 .timeout, "\(device.label) connected but BlueZ did not resolve its GATT services within \(configuration.connectTimeout)")
         }
         device = try await client.device(at: devicePath)
+        // BlueZ reads the device's PnP ID (Device Information, 0x180A) after resolving its services and
+        // only then sets Modalias, which tells a BlueZ peripheral (it takes shorter writes): wait for it
+        // a moment when the device has that service.
+        if device.modalias == nil, device.uuids.contains(where: { $0.lowercased().hasPrefix("0000180a-") }) {
+            for _ in 0..<20 where device.modalias == nil {
+                try? await Task.sleep(for: .milliseconds(100))
+                if let fresh = try? await client.device(at: devicePath) { device = fresh }
+            }
+        }
         let objects = try await client.objects()
         let candidates = objects.smpCharacteristics(of: devicePath)
         guard !candidates.isEmpty else {
@@ -488,8 +653,9 @@ struct BleConnector {
         var attMTU = mtu ?? configuration.attMTU ?? 23
         if let cap = configuration.attMTU { attMTU = min(attMTU, cap) }
         attMTU = max(23, min(attMTU, 517))
+        let writeLength = BLEFramingCodec.maximumWriteLength(attMTU: attMTU, peripheralRunsBlueZ: device.runsBlueZ)
         let link = BleLink(
-            client: client, device: device, characteristic: characteristic, maximumWriteLength: attMTU - 3,
+            client: client, device: device, characteristic: characteristic, attMTU: attMTU, maximumWriteLength: writeLength,
             weConnected: weConnected, deviceReassembly: configuration.deviceReassembly, name: name, writeType: writeType,
             logger: logger, handler: handler)
         holder.link = link
@@ -527,7 +693,7 @@ struct BleConnector {
             throw McuMgrError(.transport, "cannot set up the link to \(path): \(error)")
         }
         logger.debug(
-            "BLE link \(name): \(device.label) characteristic \(characteristic.path), ATT MTU \(attMTU), \(route)"
+            "BLE link \(name): \(device.label) characteristic \(characteristic.path), ATT MTU \(attMTU), writes of up to \(writeLength) B\(device.runsBlueZ ? " (a BlueZ peripheral)" : ""), \(route)"
         )
         return link
     }
@@ -544,6 +710,35 @@ extension BleConnector {
             .transport,
             "\(mapped.message); \(device.label) wants an authenticated or encrypted link (Zephyr 4.0+ requires one for SMP by default): pair first with `bluetoothctl pair \(device.address?.rawValue ?? "ADDRESS")`"
         )
+    }
+}
+
+/// The one answer an `exchange` waits for.
+final class ExchangeBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var result: T??
+    private var continuation: CheckedContinuation<T?, Never>?
+
+    /// The first call wins.
+    func finish(_ value: T?) {
+        let waiting: CheckedContinuation<T?, Never>? = lock.withLock {
+            guard result == nil else { return nil }
+            result = .some(value)
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(returning: value)
+    }
+
+    func value() async -> T? {
+        await withCheckedContinuation { continuation in
+            let done: T?? = lock.withLock {
+                if let result { return result }
+                self.continuation = continuation
+                return nil
+            }
+            if let done { continuation.resume(returning: done) }
+        }
     }
 }
 
@@ -616,5 +811,23 @@ final class DeviceStateBox: @unchecked Sendable {
     private func expire(_ id: UUID) {
         let waiter = lock.withLock { waiters.removeValue(forKey: id) }
         waiter?.continuation.resume(returning: false)
+    }
+}
+
+extension McuMgrBleTransport: McuMgrLinkAdvising {
+    /// Over Bluetooth a request the device could not parse was written in pieces to a device that
+    /// takes every write as a whole request: what was remembered about it is wrong, so it is
+    /// forgotten (the next connection asks again).
+    public func hint(for returnCode: McuMgrReturnCode) -> String? {
+        guard returnCode.rawValue == 9 else { return nil }
+        if let link = lock.withLock({ link }) {
+            var profile = link.profile
+            if profile.reassembles != false {
+                profile.reassembles = false
+                link.profile = profile
+                deviceMemory?.remember(profile, for: link.device.address?.rawValue ?? link.device.path.rawValue)
+            }
+        }
+        return "the device took a request written in pieces as a whole one: its firmware has no SMP reassembly (CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY); the next command sends single writes, or give reassembly=off in the device URI"
     }
 }

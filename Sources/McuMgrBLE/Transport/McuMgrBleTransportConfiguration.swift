@@ -20,7 +20,10 @@ extension McuMgrBleTransport {
         /// The adapter (`hci0`, or its address); nil takes the first powered one.
         public var adapter: String?
         /// How long to scan for a device BlueZ does not already know, and how long to keep retrying
-        /// while a device that just reset comes back.
+        /// while a device that just reset comes back. The default, 15 s, outlasts the kernel's restart
+        /// of discovery (about 10.4 s), which is a device's second chance when the kernel dropped its
+        /// first advertisement.
+        public static let defaultScanTimeout = Duration.seconds(15)
         public var scanTimeout: Duration
         /// How long `Connect` and the service discovery after it may take.
         public var connectTimeout: Duration
@@ -40,7 +43,7 @@ extension McuMgrBleTransport {
         public var busAddress: String?
 
         public init(
-            target: Target, adapter: String? = nil, scanTimeout: Duration = .seconds(10),
+            target: Target, adapter: String? = nil, scanTimeout: Duration = defaultScanTimeout,
             connectTimeout: Duration = .seconds(20), attMTU: Int? = nil, deviceReassembly: Bool = true,
             acquire: Bool = true, disconnectOnClose: Bool = true, busAddress: String? = nil
         ) {
@@ -126,7 +129,7 @@ extension McuMgrBleTransport {
         public var uri: McuMgrDeviceURI {
             var options: [(key: String, value: String)] = []
             if let adapter { options.append(("adapter", adapter)) }
-            if scanTimeout != .seconds(10) { options.append(("timeout", "\(Double(scanTimeout.components.seconds) + Double(scanTimeout.components.attoseconds) / 1e18)")) }
+            if scanTimeout != Self.defaultScanTimeout { options.append(("timeout", "\(Double(scanTimeout.components.seconds) + Double(scanTimeout.components.attoseconds) / 1e18)")) }
             if let attMTU { options.append(("mtu", "\(attMTU)")) }
             if !deviceReassembly { options.append(("reassembly", "off")) }
             if !acquire { options.append(("acquire", "off")) }

@@ -29,12 +29,13 @@ struct BLECommand: AsyncParsableCommand {
             abstract: "List devices advertising the SMP service, with address, name and signal strength.",
             discussion: """
                 Scans for --timeout seconds. Devices BlueZ already knows are listed when they are present \
-                (they have a signal strength) or connected. --json prints {"adapter": ..., "devices": [{"address", \
+                (the scan saw them) or connected; a signal strength the controller could not measure shows as \
+                "-" (null in JSON). Exits 69 when no device was seen. --json prints {"adapter": ..., "devices": [{"address", \
                 "name", "rssi", "uri", "connected"}]}.
                 """)
 
-        @Option(help: ArgumentHelp("Seconds to scan.", valueName: "seconds"))
-        var timeout: Double = 5
+        @Option(help: ArgumentHelp("Seconds to scan (the default outlasts the kernel's restart of discovery after about 10.4 s, a device's second chance to be seen).", valueName: "seconds"))
+        var timeout: Double = 12
 
         @Option(help: ArgumentHelp("The adapter to scan with (default: the first powered one).", valueName: "hciN"))
         var adapter: String?
@@ -71,12 +72,14 @@ struct BLECommand: AsyncParsableCommand {
                     Terminal.print(
                         JSONRendering.render(
                             .map([.init(key: "adapter", value: .text(adapter.name)), .init(key: "devices", value: .array(entries))])))
+                    if devices.isEmpty { throw ExitCode(ExitStatus.transport) }
                     return
                 }
                 if devices.isEmpty {
+                    // A scan that found nothing fails, so that scripts can tell.
                     Terminal.error(
                         "no device \(all ? "" : "advertising the SMP service ")seen on \(adapter.label) within \(timeout) s; check that it advertises (not connected elsewhere) and is in range, or scan longer with --timeout")
-                    return
+                    throw ExitCode(ExitStatus.transport)
                 }
                 for device in devices {
                     let rssi = device.rssi.map { "\($0) dBm" } ?? "-"

@@ -61,7 +61,8 @@ struct BLETransportTests {
             let os = DefaultManager(client: client)
             #expect(try await os.echo("short") == "short")
             #expect(transport.maximumPacketSize(deviceBufferSize: 2048) == 182)
-            await expectMcuMgrError(.transport, containing: ["does not fit one 182-byte write", "reassembly=off"]) {
+            // Refused before it is sent, and only this request: the link stays up.
+            await expectMcuMgrError(.usage, containing: ["414-byte request does not fit one 182-byte Bluetooth write", "reassembly=off"]) {
                 _ = try await os.echo(String(repeating: "y", count: 400))
             }
             // Uploads size their chunks to one write.

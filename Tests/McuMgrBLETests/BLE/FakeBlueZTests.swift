@@ -13,6 +13,9 @@ final class FakeBlueZ: @unchecked Sendable {
         case refuseConnect(name: String, message: String)
         /// Connect works; the SMP characteristic refuses notifications with this error.
         case refuseNotify(name: String, message: String)
+        /// As `refuseNotify`, but Connected and ServicesResolved change without a PropertiesChanged
+        /// signal (bluetoothd 5.66's "already connected" race): only reading the properties shows it.
+        case refuseNotifyWithoutSignals(name: String, message: String)
     }
 
     static let adapterPath: DBusObjectPath = "/org/bluez/hci0"
@@ -28,7 +31,7 @@ final class FakeBlueZ: @unchecked Sendable {
         self.behaviour = behaviour
     }
 
-    static func start(address busAddress: String, behaviour: Behaviour) async throws -> FakeBlueZ {
+    static func start(address busAddress: String, behaviour: Behaviour, rssi: Int16 = -50) async throws -> FakeBlueZ {
         let connection = try await DBusConnection.connect(address: busAddress)
         let bluez = FakeBlueZ(connection: connection, behaviour: behaviour)
         try connection.exportObjectManager(at: .root)
@@ -45,7 +48,7 @@ final class FakeBlueZ: @unchecked Sendable {
                 BlueZ.deviceInterface: [
                     "Address": .string(address), "Name": .string("locked"), "Connected": .boolean(false),
                     "ServicesResolved": .boolean(false), "UUIDs": .strings([SMPGattUUID.service]),
-                    "Adapter": .objectPath(adapterPath), "RSSI": .int16(-50),
+                    "Adapter": .objectPath(adapterPath), "RSSI": .int16(rssi),
                 ]
             ]) { [weak bluez] call in
                 guard let bluez else { return [] }
@@ -59,6 +62,9 @@ final class FakeBlueZ: @unchecked Sendable {
 
     private var device: ScriptedObject?
 
+    /// Whether the device is connected now (a client that connected and then failed must disconnect).
+    var isConnected: Bool { device?.interfaceProperties[BlueZ.deviceInterface]?["Connected"]?.bool ?? false }
+
     private func deviceCall(_ call: DBusMethodCall) throws -> [DBusValue] {
         switch call.member {
         case "Connect":
@@ -66,7 +72,7 @@ final class FakeBlueZ: @unchecked Sendable {
             switch behaviour {
             case .refuseConnect(let name, let message):
                 throw DBusError(name: name, message: message)
-            case .refuseNotify(let name, let message):
+            case .refuseNotify(let name, let message), .refuseNotifyWithoutSignals(let name, let message):
                 let service = Self.devicePath.appending("service0001")
                 try connection.export(
                     ScriptedObject([BlueZ.gattServiceInterface: ["UUID": .string(SMPGattUUID.service), "Primary": .boolean(true)]]) { _ in [] },
@@ -82,6 +88,7 @@ final class FakeBlueZ: @unchecked Sendable {
                     },
                     at: service.appending("char0002"))
                 device?.set(BlueZ.deviceInterface, ["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
+                if case .refuseNotifyWithoutSignals = behaviour { return [] }
                 try connection.emitPropertiesChanged(
                     path: Self.devicePath, interface: BlueZ.deviceInterface,
                     changed: ["Connected": .boolean(true), "ServicesResolved": .boolean(true)])
@@ -155,6 +162,40 @@ struct FakeBlueZTests {
             // loaded CI machine takes seconds to start the D-Bus peers).
             #expect(bluez.connectCalls.value == 1, "pairing errors are not retried")
             #expect(ContinuousClock.now - started < .seconds(15), "a pairing error ends the wait at once")
+        }
+    }
+
+    @Test func aConnectionBlueZNeverSignalsIsSeenInItsProperties() async throws {
+        try await BLERig.with(bluez: false) { rig in
+            let bluez = try await FakeBlueZ.start(
+                address: rig.address,
+                behaviour: .refuseNotifyWithoutSignals(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"))
+            defer { bluez.connection.close() }
+            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=60"))
+            configuration.busAddress = rig.address
+            // Without the properties read after Connect, the transport waited the whole connect timeout
+            // for a Connected signal, called the device disconnected, and on the next attempt took the
+            // link its own Connect had made for someone else's and left it up. Reading them, it reaches
+            // the characteristic on its first connection, and closes the link it made when it fails.
+            await expectMcuMgrError(.transport, containing: ["bluetoothctl pair \(FakeBlueZ.address)"]) {
+                try await McuMgrBleTransport(configuration: configuration).open { _ in }
+            }
+            #expect(bluez.connectCalls.value == 1)
+            #expect(!bluez.isConnected, "the connection the transport made is closed")
+        }
+    }
+
+    @Test func aSignalStrengthTheControllerCouldNotMeasureIsUnknown() async throws {
+        try await BLERig.with(bluez: false) { rig in
+            let bluez = try await FakeBlueZ.start(
+                address: rig.address, behaviour: .refuseConnect(name: "org.bluez.Error.Failed", message: "unused"), rssi: 127)
+            defer { bluez.connection.close() }
+            let (_, devices) = try await BLEScanner.discover(timeout: .milliseconds(300), busAddress: rig.address)
+            let device = devices.first { $0.address?.rawValue == FakeBlueZ.address }
+            #expect(device != nil, "a device BlueZ reports an RSSI for was seen, even an unmeasured one")
+            #expect(device?.rssi == nil)
+            #expect(device?.discovered == true)
+            #expect(device?.label.contains("127") == false)
         }
     }
 }
