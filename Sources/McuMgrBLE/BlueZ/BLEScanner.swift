@@ -70,19 +70,19 @@ public struct BLEScanner: Sendable {
             try? await Task.sleep(for: timeout)
             wake.continuation.finish()
         }
-        // The controller reports each device once per discovery (duplicate filtering), and the kernel
-        // drops a report that arrives before it calls discovery started: such a device stays hidden
-        // until the kernel restarts discovery some 10 s later. Restarting it sooner gives it another
-        // chance: after 2.5 s, then every 5 s.
-        let restarter = Task { [client, adapter] in
-            var wait = Duration.milliseconds(2500)
+        // BlueZ signals a device's RSSI only when it changes by more than its threshold: a device seen in
+        // an earlier discovery whose signal is steady (or unmeasured, 127) sends nothing while it keeps
+        // advertising. So BlueZ's objects are read once a second as well.
+        let poller = Task { [client] in
             while !Task.isCancelled {
-                try await Task.sleep(for: wait)
-                await client.restartDiscovery(adapter: adapter, serviceUUIDs: serviceUUIDs)
-                wait = .seconds(5)
+                try await Task.sleep(for: .seconds(1))
+                guard let objects = try? await client.objects() else { continue }
+                for device in objects.devices(on: adapterPath) where device.discovered || device.connected {
+                    table.update(device, seen: true)
+                    wake.continuation.yield(device)
+                }
             }
         }
-
         var accepted: BlueZDeviceInfo?
         for await device in wake.stream {
             if let stop, stop(device) {
@@ -91,8 +91,8 @@ public struct BLEScanner: Sendable {
             }
         }
         timer.cancel()
-        restarter.cancel()
-        _ = await restarter.result
+        poller.cancel()
+        _ = await poller.result
         await client.stopDiscovery(adapter: adapter)
         let seen = table.all.filter { table.wasSeen($0.path) }
         if let accepted { return [accepted] + seen.filter { $0.path != accepted.path } }

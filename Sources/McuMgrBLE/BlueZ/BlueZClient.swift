@@ -94,25 +94,6 @@ public struct BlueZClient: Sendable {
 
     // MARK: Devices
 
-    /// Stops and starts discovery again, so that the controller's duplicate filter forgets what it saw.
-    /// BlueZ finishes a stop asynchronously and a start during it can leave discovery off, so the
-    /// adapter's `Discovering` is checked and the start repeated (three tries).
-    public func restartDiscovery(adapter: BlueZAdapterInfo, serviceUUIDs: [String]) async {
-        await stopDiscovery(adapter: adapter)
-        for _ in 0..<3 {
-            try? await Task.sleep(for: .milliseconds(300))
-            try? await startDiscovery(adapter: adapter, serviceUUIDs: serviceUUIDs)
-            for _ in 0..<10 {
-                try? await Task.sleep(for: .milliseconds(100))
-                if (try? await connection.property(
-                    destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface, name: "Discovering"))?.bool == true
-                {
-                    return
-                }
-            }
-        }
-    }
-
     /// `Device1.Connect`.
     public func connect(_ device: BlueZDeviceInfo, timeout: Duration) async throws {
         do {
