@@ -386,4 +386,6 @@ extension SerialTransport: McuMgrLinkAdvising {
     public func hint(for returnCode: McuMgrReturnCode) -> String? {
         returnCode.rawValue == 9 ? "check the link for noise or a wrong baud rate" : nil
     }
+
+    public var unusableDataHint: String? { "check the baud rate and framing (console vs raw)" }
 }

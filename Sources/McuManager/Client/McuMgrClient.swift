@@ -403,7 +403,8 @@ public actor McuMgrClient {
         case .timeout:
             var message = "\(transport.name) did not answer \(operation): \(error)."
             if let lastDrop {
-                message += " Data did arrive but was unusable (\(lastDrop)): check the baud rate and framing (console vs raw)."
+                message += " Data did arrive but was unusable (\(lastDrop))"
+                message += ((transport as? any McuMgrLinkAdvising)?.unusableDataHint).map { ": \($0)." } ?? "."
             } else {
                 message +=
                     " Check that the device is connected and powered, runs firmware with SMP enabled, and that the device URI is right; raise --timeout for slow operations."

@@ -75,6 +75,8 @@ extension McuMgrTransport {
 public protocol McuMgrLinkAdvising: McuMgrTransport {
     /// What the user can do about `returnCode` on this link, or nil for the code's generic hint.
     func hint(for returnCode: McuMgrReturnCode) -> String?
+    /// What the user can do when data arrived but could not be read as SMP packets.
+    var unusableDataHint: String? { get }
 }
 
 /// A transport over a serial console whose line limits can be learned from the device (`LinkProbe`).

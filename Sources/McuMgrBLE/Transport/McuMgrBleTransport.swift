@@ -136,6 +136,14 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
             profile.reassembles = await link.exchange(
                 BLEDeviceProbe.reassemblyRequest(maximumWriteLength: link.maximumWriteLength), timeout: timeout,
                 reading: BLEDeviceProbe.reassembly(in:))
+            if profile.reassembles == nil {
+                // No answer: the pieces did not reach the device whole. Seen with BlueZ and EATT, which
+                // sends the writes of one request over several bearers, where a short piece overtakes a
+                // long one. Single writes always arrive whole: use them on this connection, and ask
+                // again on the next.
+                profile.reassembles = false
+                source = "no answer to the reassembly probe: single writes on this connection"
+            }
         }
         link.profile = profile
         logger.debug("BLE device \(link.device.label): \(profile) (\(source))")
@@ -829,5 +837,10 @@ extension McuMgrBleTransport: McuMgrLinkAdvising {
             }
         }
         return "the device took a request written in pieces as a whole one: its firmware has no SMP reassembly (CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY); the next command sends single writes, or give reassembly=off in the device URI"
+    }
+
+    /// Notifications that do not join into packets were lost, cut short or reordered on the way.
+    public var unusableDataHint: String? {
+        "the answer's notifications arrived cut short or out of order (a device that sends them faster than the link takes them, or over several EATT bearers at once); retry, and if it persists try acquire=off or a lower mtu= in the device URI"
     }
 }

@@ -48,7 +48,7 @@ public struct BLEDeviceProfile: Sendable, Hashable, CustomStringConvertible {
             return "a \(packetSize)-byte request does not fit the device's \(bufferSize)-byte SMP buffer (os params buf_size); send less per request"
         }
         if !(reassembles ?? assumeReassembly), packetSize > maximumWriteLength {
-            let known = reassembles == false ? "the device does not reassemble requests written in pieces" : "reassembly=off"
+            let known = reassembles == false ? "requests written in pieces do not reach this device whole" : "reassembly=off"
             return "a \(packetSize)-byte request does not fit one \(maximumWriteLength)-byte Bluetooth write and \(known) (CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY); send less per request"
         }
         return nil
