@@ -334,7 +334,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             let options = call.arguments[1].stringKeyedDictionary ?? [:]
             let central = options["device"]?.objectPath?.rawValue ?? options["device"]?.string ?? call.sender
             note(options)
-            logger.debug("write of \(bytes.count) B from \(central): \(bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: " "))")
+            logger.debug("write of \(bytes.count) B from \(central) (link MTU \(options["mtu"]?.int.map(String.init) ?? "not given")): \(bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: " "))")
             let outcomes = lock.withLock { () -> [SMPWriteAssembler.Outcome] in
                 var assembler = writeAssemblers[central] ?? self.assembler
                 let outcomes = assembler.take(bytes)
@@ -347,7 +347,11 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             return [.bytes(lock.withLock { value })]
         case "StartNotify":
             let changed = lock.withLock { () -> Bool in
-                defer { notifying = true }
+                // Zephyr drops a request in progress when a central (un)subscribes.
+                defer {
+                    notifying = true
+                    writeAssemblers = [:]
+                }
                 return !notifying
             }
             if changed { emitState() }
@@ -357,6 +361,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 defer {
                     notifying = false
                     notifySocket = nil
+                    writeAssemblers = [:]
                 }
                 return notifySocket
             }
@@ -462,10 +467,16 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
             logger.debug("no central has notifications on; dropped a \(response.count)-byte answer")
             return
         }
-        for unit in units {
+        for (index, unit) in units.enumerated() {
+            // Zephyr sends one notification at a time (the next after the stack took the last); a burst
+            // of them makes bluetoothd spread them over its EATT bearers, and they arrive out of order.
+            if index > 0 { usleep(UInt32(Self.notificationGap.components.attoseconds / 1_000_000_000_000)) }
             try? connection.emitPropertiesChanged(path: path, interface: BlueZ.gattCharacteristicInterface, changed: ["Value": .bytes(unit)])
         }
     }
+
+    /// The pause between the notifications of one answer.
+    static let notificationGap = Duration.milliseconds(5)
 
     /// Closes every acquired socket and forgets partial writes (a reset or a disconnect); with
     /// `suspend`, refuses new writes and subscriptions until `resume()`.
