@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The Bluetooth LE suite on REAL BlueZ: boots one QEMU guest with the kernel's Bluetooth, two linked
+# virtual LE controllers and bluetoothd 5.66 (Scripts/ble-vm.sh), and runs RealBlueZTests in it once for
+# each link configuration, restarting only bluetoothd in between:
+#   att-517    [GATT] Channels 1 (plain ATT, as most Zephyr devices), ATT MTU 517   the whole suite
+#   eatt-517   Channels 3 (ATT + 2 EATT bearers, BlueZ's default), MTU 517   requests of one write;
+#              only with --only: bluetoothd 5.66 reorders the pieces of a longer request over its
+#              bearers, and even short requests went unanswered now and then (open, issue 23)
+#   att-498    ... MTU 498 (Zephyr's BT_L2CAP_TX_MTU of the smp_svr Bluetooth overlay)   transfers
+#   att-247, att-65, att-23                                             transfers
+# bluezoo (Scripts/ble-rig.sh) stays for the fast D-Bus tests; this is the real stack.
+#
+#   test-ble-bluez.sh [--only NAME[,NAME...]] [--logs DIR] [-- TEST-BUNDLE-ARGS...]
+#       e.g. --only att-517 -- --skip everyGroupAnswers, or -- --filter 'RealBlueZTests/fileRoundTrip' 
+#
+# Needs the debug build with tests (`swift build --build-tests`) and root (ble-vm.sh installs QEMU,
+# the kernel and BlueZ from Debian when missing). Exit status: 0 when every configuration passed.
+# Prints one line per configuration and the closing "N passed, M failed" of the configurations.
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+configurations=(att-517:1:517:full att-498:1:498:link att-247:1:247:link att-65:1:65:link att-23:1:23:link eatt-517:3:517:eatt)
+# Run by default: all but eatt-517, which fails (see its line above) and runs with --only eatt-517.
+default_skip=",eatt-517,"
+
+if [[ "${1:-}" == "--in-guest" ]]; then
+    shift
+    only="$1"
+    shift
+    bundle="$SMP_BIN_DIR/tests.xctest"
+    # The whole suite, unless the arguments name tests of their own (filters add up).
+    filter=(--filter RealBlueZTests)
+    [[ " $* " == *" --filter "* ]] && filter=()
+    passed=0 failed=0 names=()
+    for entry in "${configurations[@]}"; do
+        IFS=: read -r name channels mtu suite <<<"$entry"
+        if [[ -z "$only" ]]; then
+            [[ "$default_skip" != *",$name,"* ]] || continue
+        else
+            [[ ",$only," == *",$name,"* ]] || continue
+        fi
+        started=$SECONDS
+        if ! $BLE_VM_RESTART_BLUETOOTHD "channels=$channels" "mtu=$mtu"; then
+            echo "test-ble-bluez: $name: bluetoothd did not come back"
+            failed=$((failed + 1)) names+=("$name")
+            continue
+        fi
+        printf '\n== real BlueZ, %s: [GATT] Channels %s, ATT MTU %s, %s suite\n' "$name" "$channels" "$mtu" "$suite"
+        # The test bundle itself: SwiftPM's own start-up takes minutes in an emulated guest.
+        SMP_BLE_ATT_MTU="$mtu" SMP_BLE_SUITE="$suite" "$bundle" --testing-library swift-testing "${filter[@]}" "$@"
+        status=$?
+        if ((status == 0)); then
+            passed=$((passed + 1))
+            echo "test-ble-bluez: $name PASSED in $((SECONDS - started)) s"
+        else
+            failed=$((failed + 1)) names+=("$name")
+            echo "test-ble-bluez: $name FAILED (exit $status) in $((SECONDS - started)) s"
+        fi
+    done
+    echo
+    echo "real BlueZ: $passed passed, $failed failed${names[*]:+ (${names[*]})}"
+    ((failed == 0))
+    exit
+fi
+
+only="" logs=""
+while (($#)); do
+    case "$1" in
+        --only) only="$2"; shift ;;
+        --logs) logs="$2"; shift ;;
+        --) shift; break ;;
+        *) echo "usage: test-ble-bluez.sh [--only NAME[,NAME...]] [--logs DIR] [-- TEST-BUNDLE-ARGS...]" >&2; exit 64 ;;
+    esac
+    shift
+done
+bundle="$(ls -d .build/debug/*PackageTests.xctest 2>/dev/null | head -1)"
+[[ -x .build/debug/smp && -x .build/debug/smp-sim && -n "$bundle" ]] ||
+    { echo "test-ble-bluez: build first (swift build --build-tests)" >&2; exit 1; }
+# The guest runs a copy of the binaries, so that a build while it runs changes nothing under it.
+export SMP_BIN_DIR
+SMP_BIN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/smp-ble-bin.XXXXXX")" || exit 1
+trap 'rm -rf "$SMP_BIN_DIR"' EXIT
+cp .build/debug/smp .build/debug/smp-sim "$SMP_BIN_DIR/" && cp "$bundle" "$SMP_BIN_DIR/tests.xctest" || exit 1
+vm_args=(--timeout 2400)
+[[ -n "$logs" ]] && vm_args+=(--logs "$logs")
+bash Scripts/ble-vm.sh "${vm_args[@]}" -- bash Scripts/test-ble-bluez.sh --in-guest "$only" "$@"

@@ -1,0 +1,273 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `smp` against `smp-sim --ble` through REAL BlueZ 5.66: bluetoothd and the kernel's Bluetooth in a
+/// QEMU guest with two linked virtual controllers (Scripts/ble-vm.sh). Runs only inside that guest
+/// (`BLE_VM=1`); Scripts/test-ble-bluez.sh boots it once and runs this suite for each link
+/// configuration: plain ATT at BlueZ's ATT MTU 517 (the whole suite), EATT (requests of one write), then
+/// plain ATT at ATT MTUs 498, 247, 65 and 23 (echo at the buffer size and a file round trip).
+@Suite("smp over Bluetooth LE on real BlueZ (Scripts/ble-vm.sh)", .enabled(if: RealBlueZ.isAvailable, RealBlueZ.skipReason), .serialized)
+struct RealBlueZTests {
+    /// The device: `smp-sim --ble hci1 EXTRA`, and `smp` on hci0 with a cache directory of its own.
+    struct Session {
+        let sim: SimProcess
+        let directory: TemporaryDirectory
+        var device: String { "ble:\(RealBlueZ.deviceAddress)?adapter=\(RealBlueZ.clientAdapter)" }
+        var environment: [String: String] { ["XDG_CACHE_HOME": directory.path("cache")] }
+
+        func smp(_ arguments: [String], device: String? = nil, timeout: Double = 240) async throws -> ProcessResult {
+            try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", device ?? self.device] + arguments, timeout: timeout, environment: environment)
+        }
+    }
+
+    func withDevice<R>(_ extra: [String] = [], _ body: (Session) async throws -> R) async throws -> R {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let sim = try await SimProcess.start(["--ble", RealBlueZ.deviceAdapter] + extra, readyTimeout: 60)
+        defer { sim.stop() }
+        #expect(sim.bleAddress == RealBlueZ.deviceAddress)
+        // Commands find a device BlueZ knows without scanning; scans on this rig miss an advertising
+        // device now and then (scanShowsTheDevice... counts how often), so the tests of everything
+        // else wait here until BlueZ has seen it.
+        #expect(try await RealBlueZ.scansUntilSeen() != nil, "BlueZ never saw \(RealBlueZ.deviceAddress)")
+        let session = Session(sim: sim, directory: directory)
+        let result = try await body(session)
+        // Every connection smp made is closed when it exits: the device advertises for the next client.
+        #expect(await RealBlueZ.waitUntilDisconnected(), "smp left \(RealBlueZ.deviceAddress) connected")
+        return result
+    }
+
+    /// An echo whose request is exactly `size` bytes: 8-byte header, {"d": text}.
+    static func echoText(requestSize size: Int) -> String {
+        for head in [1, 2, 3] {
+            let length = size - 8 - 3 - head
+            if length >= 0, head == (length < 24 ? 1 : length < 256 ? 2 : 3) {
+                return String((0..<length).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
+            }
+        }
+        return ""
+    }
+
+    struct Buffers: Sendable, CustomTestStringConvertible {
+        var size: Int
+        var reassembly: Bool
+        var testDescription: String { "\(size) B buffer, \(reassembly ? "reassembly" : "no reassembly")" }
+        var arguments: [String] { ["--buf-size", "\(size)"] + (reassembly ? [] : ["--ble-no-reassembly"]) }
+    }
+
+    /// Zephyr's default (384), over one 512-byte write (1024), smp_svr's Bluetooth overlay (2475), and a
+    /// device without reassembly whose buffer holds more than one write.
+    /// The other ATT MTUs take smp_svr's buffer only; EATT takes requests of one write only (see
+    /// `RealBlueZ.Suite.eatt`).
+    static let echoBuffers: [Buffers] =
+        switch RealBlueZ.suite {
+        case .full:
+            [
+                Buffers(size: 384, reassembly: true), Buffers(size: 1024, reassembly: true), Buffers(size: 2475, reassembly: true),
+                Buffers(size: 1024, reassembly: false),
+            ]
+        case .eatt: [Buffers(size: 384, reassembly: true)]
+        case .link: [Buffers(size: 2475, reassembly: true)]
+        }
+    static let transferBuffers: [Buffers] =
+        switch RealBlueZ.suite {
+        case .full: [Buffers(size: 384, reassembly: true), Buffers(size: 2475, reassembly: true), Buffers(size: 1024, reassembly: false)]
+        case .eatt: [Buffers(size: 384, reassembly: true)]
+        case .link: [Buffers(size: 2475, reassembly: true)]
+        }
+
+    @Test(arguments: echoBuffers)
+    func echoFillsTheBufferAndOneByteMoreIsRefusedAtOnce(_ buffers: Buffers) async throws {
+        try await withDevice(buffers.arguments) { session in
+            // The largest request the device takes: its buffer, or one write without reassembly.
+            let largest = buffers.reassembly ? buffers.size : min(buffers.size, RealBlueZ.writeLength)
+            let text = Self.echoText(requestSize: largest)
+            let echo = try await session.smp(["os", "echo", text])
+            expectSuccess(echo)
+            #expect(echo.stdout == text + "\n")
+            let tooLong = try await session.smp(["os", "echo", Self.echoText(requestSize: largest + 1)])
+            expectStatus(tooLong, SMPExit.usage)
+            #expect(tooLong.stderr.contains("\(largest + 1)-byte request"), "\(tooLong)")
+            if buffers.reassembly {
+                #expect(tooLong.stderr.contains("\(buffers.size)-byte SMP buffer"), "\(tooLong)")
+            } else {
+                #expect(tooLong.stderr.contains("\(RealBlueZ.writeLength)-byte Bluetooth write"), "\(tooLong)")
+                #expect(tooLong.stderr.contains("do not reach this device whole"), "\(tooLong)")
+            }
+            #expect(!tooLong.stderr.contains("baud"), "\(tooLong)")
+        }
+    }
+
+    @Test(arguments: transferBuffers)
+    func fileRoundTrip(_ buffers: Buffers) async throws {
+        try await withDevice(buffers.arguments + ["--fs-blocks", "0"]) { session in
+            let payload = randomBytes(RealBlueZ.suite == .link ? 16 * 1024 : 64 * 1024)
+            let local = session.directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"]))
+            let back = session.directory.path("back.bin")
+            expectSuccess(try await session.smp(["fs", "download", "/lfs1/payload.bin", back]))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+        }
+    }
+
+    @Test(.enabled(if: RealBlueZ.suite != .link))
+    func scanShowsTheDeviceAndAScanThatSeesNothingFails() async throws {
+        try await withDevice(["--ble-name", "field unit"]) { session in
+            // A scan right after another one misses the device now and then on this rig (open, issue
+            // 23): the device must show in one of three.
+            var listed: [String: Any]?
+            var human: ProcessResult?
+            for _ in 0..<3 where listed == nil {
+                let scan = try await ProcessRunner.run(
+                    TestEnvironment.smp, ["ble", "scan", "--adapter", RealBlueZ.clientAdapter, "--json"], timeout: 120)
+                let devices = (try? JSONSerialization.jsonObject(with: scan.stdoutData) as? [String: Any])?["devices"] as? [[String: Any]]
+                listed = devices?.first { $0["address"] as? String == RealBlueZ.deviceAddress }
+                if listed != nil { expectSuccess(scan) }
+            }
+            #expect(listed?["name"] as? String == "field unit", "\(String(describing: listed))")
+            // A signal strength is real or unknown (null), never HCI's 127 "not available".
+            if let rssi = jsonInt(listed?["rssi"]) { #expect((-127...20).contains(rssi)) }
+            for _ in 0..<3 where human == nil {
+                let scan = try await ProcessRunner.run(TestEnvironment.smp, ["ble", "scan", "--adapter", RealBlueZ.clientAdapter], timeout: 120)
+                if scan.stdout.contains(RealBlueZ.deviceAddress) { human = scan }
+            }
+            #expect(human.map { $0.status == 0 && !$0.stdout.contains("127 dBm") } == true, "\(String(describing: human))")
+        }
+        // Nothing advertises to the device's own adapter.
+        let nothing = try await ProcessRunner.run(
+            TestEnvironment.smp, ["ble", "scan", "--adapter", RealBlueZ.deviceAdapter, "--timeout", "3"], timeout: 120)
+        expectStatus(nothing, SMPExit.transport)
+        #expect(nothing.stderr.contains("no device advertising the SMP service seen"), "\(nothing)")
+    }
+
+    @Test(.enabled(if: RealBlueZ.suite != .link))
+    func everyGroupAnswers() async throws {
+        try await withDevice { session in
+            let checks: [([String], String?)] = [
+                (["os", "echo", "every group"], "every group"), (["os", "params"], "buf_size"), (["os", "info"], nil),
+                (["os", "tasks"], nil), (["os", "mempool"], nil), (["os", "datetime"], nil), (["os", "bootloader"], nil),
+                (["image", "list"], "1.0.0"), (["stat", "list"], nil), (["stat", "read", "smp_svr_stats"], nil),
+                (["settings", "write", "ble/greeting", "hello"], nil), (["settings", "read", "ble/greeting"], "hello"),
+                (["settings", "delete", "ble/greeting"], nil), (["shell", "exec", "--", "kernel", "version"], nil),
+                (["enum", "list"], nil),
+            ]
+            for (arguments, expected) in checks {
+                let result = try await session.smp(arguments)
+                expectSuccess(result)
+                if let expected { #expect(result.stdout.contains(expected), "\(arguments): \(result)") }
+            }
+        }
+    }
+
+    @Test(.enabled(if: RealBlueZ.suite != .link))
+    func imageUploadLandsInTheSecondSlot() async throws {
+        try await withDevice(RealBlueZ.suite == .full ? ["--buf-size", "2475"] : []) { session in
+            let (image, hash) = try DFUPackages.image(version: (1, 2, 0), size: 48 * 1024, seed: 7)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            expectSuccess(try await session.smp(["image", "upload", path]))
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let slots = jsonObject(list)?["images"] as? [[String: Any]] ?? []
+            #expect(slots.contains { $0["slot"] as? Int == 1 && $0["hash"] as? String == hex(hash) }, "\(list)")
+        }
+    }
+
+    @Test(.enabled(if: RealBlueZ.suite != .link))
+    func firmwareUpgradeTestAndConfirmAcrossTheReset() async throws {
+        try await withDevice { session in
+            let (image, hash) = try DFUPackages.image(version: (2, 1, 0), size: 48 * 1024, seed: 42)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(["--json", "dfu", path, "--mode", "test-and-confirm"], timeout: 400)
+            expectSuccess(run)
+            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+            #expect(states.contains("reset") && states.contains("confirm"), "\(states)")
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash), "\(list)")
+            #expect(active?["confirmed"] as? Bool == true, "\(list)")
+        }
+    }
+
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func aDeviceThatStoppedReassemblingIsExplainedThenRelearned() async throws {
+        // New firmware without reassembly behind an address remembered as reassembling.
+        let text = Self.echoText(requestSize: 700)
+        let cache = try TemporaryDirectory()
+        defer { cache.remove() }
+        try await withDevice(["--buf-size", "1024"]) { session in
+            let echo = try await session.smp(["os", "echo", text], timeout: 240)
+            expectSuccess(echo)
+            try FileManager.default.copyItem(atPath: session.directory.path("cache"), toPath: cache.path("cache"))
+        }
+        try await withDevice(["--buf-size", "1024", "--ble-no-reassembly"]) { session in
+            try? FileManager.default.removeItem(atPath: session.directory.path("cache"))
+            try FileManager.default.copyItem(atPath: cache.path("cache"), toPath: session.directory.path("cache"))
+            let first = try await session.smp(["os", "echo", text])
+            expectStatus(first, SMPExit.device)
+            #expect(first.stderr.contains("CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY"), "\(first)")
+            #expect(!first.stderr.contains("baud"), "\(first)")
+            // The next command knows: a request of one write goes through, a longer one is refused at once.
+            let short = try await session.smp(["os", "echo", "short again"])
+            expectSuccess(short)
+            let again = try await session.smp(["os", "echo", text])
+            expectStatus(again, SMPExit.usage)
+            #expect(again.stderr.contains("do not reach this device whole"), "\(again)")
+        }
+    }
+}
+
+/// The guest's adapters and the link configuration Scripts/test-ble-bluez.sh set up.
+enum RealBlueZ {
+    static let environment = ProcessInfo.processInfo.environment
+    static let isAvailable = environment["BLE_VM"] == "1" && environment["SMP_BLE_DEVICE_ADDRESS"] != nil
+    static let skipReason: Comment = "needs real BlueZ: runs inside the VM of Scripts/ble-vm.sh (Scripts/test-ble-bluez.sh)"
+    static let clientAdapter = environment["SMP_BLE_CLIENT_ADAPTER"] ?? "hci0"
+    static let deviceAdapter = environment["SMP_BLE_DEVICE_ADAPTER"] ?? "hci1"
+    static let deviceAddress = environment["SMP_BLE_DEVICE_ADDRESS"] ?? ""
+    /// Which tests a link configuration runs (`SMP_BLE_SUITE`).
+    enum Suite: String {
+        /// Everything (plain ATT at MTU 517).
+        case full
+        /// Everything whose requests fit one write. bluetoothd 5.66 sends the writes of one request
+        /// over its EATT bearers, where a short piece overtakes a long one (seen: a 1-byte tail reached
+        /// the device before its 509-byte head), so requests written in pieces do not reach a device
+        /// whole; smp then falls back to single writes, and splitting over EATT stays open.
+        case eatt
+        /// An echo at smp_svr's buffer and a file round trip (the other ATT MTUs).
+        case link
+    }
+    static let suite = Suite(rawValue: environment["SMP_BLE_SUITE"] ?? "") ?? .full
+    /// The ATT MTU both bluetoothd ends offer (`ExchangeMTU`; BlueZ's default 517).
+    static let attMTU = Int(environment["SMP_BLE_ATT_MTU"] ?? "") ?? 517
+    /// The longest write toward the device (a BlueZ peripheral takes at most 509 bytes).
+    static var writeLength: Int { min(attMTU - 3, 509) }
+
+    /// Scans (`smp ble scan`, its default time) until the device is seen; the number of scans it took,
+    /// nil when five saw nothing.
+    static func scansUntilSeen() async throws -> Int? {
+        for attempt in 1...5 {
+            let scan = try await ProcessRunner.run(TestEnvironment.smp, ["ble", "scan", "--adapter", clientAdapter], timeout: 120)
+            if scan.stdout.contains(deviceAddress) { return attempt }
+        }
+        return nil
+    }
+
+    /// Waits until BlueZ on the client's adapter reports the device disconnected (30 s at most).
+    static func waitUntilDisconnected() async -> Bool {
+        let path = "/org/bluez/\(clientAdapter)/dev_\(deviceAddress.replacingOccurrences(of: ":", with: "_"))"
+        for _ in 0..<300 {
+            let result = try? await ProcessRunner.run(
+                URL(fileURLWithPath: "/usr/bin/dbus-send"),
+                ["--system", "--print-reply=literal", "--dest=org.bluez", path, "org.freedesktop.DBus.Properties.Get",
+                 "string:org.bluez.Device1", "string:Connected"], timeout: 10)
+            // Gone (BlueZ removed it) or Connected false.
+            if let result, result.status != 0 || result.stdout.contains("false") { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+}
