@@ -52,7 +52,10 @@ import Testing
         #expect(result.bytes == 4096)
         #expect(r.model.file("/lfs1/a.bin") == bytes)
         #expect(!r.model.isFileOpen)
-        #expect(r.model.offsetErrors == 1)
+        // At least the lost answer's resend met an offset error. Exactly one is a timing property (no other
+        // answer later than the 100 ms resend interval, which a loaded machine does not keep in wall time):
+        // `UploadTimingTests.oneLostAnswerMidTransferIsOneResendAndOneOffsetResync` tests it in virtual time.
+        #expect(r.model.offsetErrors >= 1)
         // Closed before the length and hash are asked for.
         let commands = r.commands
         let lastWrite = try #require(commands.lastIndex(of: 0))
