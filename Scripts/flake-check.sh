@@ -75,7 +75,16 @@ fi
 
 work="$(mktemp -d -t smp-flake-check.XXXXXX)"
 mkdir -p "$work/logs"
-stress_pid=""
+stress_pid="" run_pid=""
+# Stops the run in progress (its own process group: test.sh, swift, the simulators it started).
+stop_run() {
+    [[ -n "$run_pid" ]] || return 0
+    kill -TERM -- "-$run_pid" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$run_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$run_pid" 2>/dev/null
+    wait "$run_pid" 2>/dev/null
+    run_pid=""
+}
 stop_load() {
     [[ -n "$stress_pid" ]] || return 0
     # stress-ng runs in its own process group (setsid): stop it and its workers.
@@ -86,6 +95,7 @@ stop_load() {
     stress_pid=""
 }
 cleanup() {
+    stop_run
     stop_load
     if ((keep)); then
         find "$work" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
@@ -121,6 +131,7 @@ failed_names() {
                  -e 's/.*(labgrid-e2e): FAILED.*/\1/' \
                  -e 's/.*test.sh: (build) FAILED.*/\1/' \
                  -e 's/.*test.sh: (setup) failed.*/\1/' \
+        | grep -v '^run with [0-9]' \
         | awk '!seen[$0]++'
 }
 
@@ -137,8 +148,13 @@ for ((i = 1; i <= runs; i++)); do
         echo "flake-check: commit $commit is not in the clone of $source" >>"$run_log"
         status=1
     else
-        (cd "$clone" && bash Scripts/test.sh "${filter[@]}") >>"$run_log" 2>&1
+        # In the background and its own process group, so that a signal to this script (its traps run
+        # only between commands) stops the run at once, with everything it started.
+        (cd "$clone" && exec setsid bash Scripts/test.sh "${filter[@]}") >>"$run_log" 2>&1 &
+        run_pid=$!
+        wait "$run_pid"
         status=$?
+        run_pid=""
     fi
     seconds=$((SECONDS - start))
     time_text="$(printf '%dm%02ds' $((seconds / 60)) $((seconds % 60)))"
