@@ -2,6 +2,7 @@ import Foundation
 import McuManager
 import McuMgrCore
 import McuMgrSimulator
+import TestSupport
 
 /// A thread-safe box for test bookkeeping.
 final class ManagerTestBox<Value>: @unchecked Sendable {
@@ -128,9 +129,11 @@ struct ManagerRig {
         client = McuMgrClient(transport: tap, configuration: .init(timeout: timeout))
     }
 
-    /// Waits until the device has finished rebooting.
+    /// Waits (at most 30 s) until the device has finished rebooting.
     func waitForReboot() async throws {
-        while device.isRebooting() { try await Task.sleep(for: .milliseconds(20)) }
+        guard await waitUntil(timeout: .seconds(30), { !device.isRebooting() }) else {
+            throw McuMgrError(.timeout, "the simulated device was still rebooting after 30 s")
+        }
     }
 }
 
