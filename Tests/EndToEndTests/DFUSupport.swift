@@ -187,11 +187,23 @@ extension SimSession {
         throw E2EError("image list did not answer: \(last.map { "\($0)" } ?? "")")
     }
 
-    /// Resets the device with `smp os reset` and waits until it answers again.
+    /// Resets the device with `smp os reset` and waits until it answers again. (The simulated device
+    /// applies a reset when it answers it, then stays silent while it reboots: `imageList` retries until
+    /// it answers, however long that takes on a loaded machine.)
     func resetAndWait() async throws -> [ListedSlot] {
         expectSuccess(try await smp("os", "reset"))
-        try await Task.sleep(for: .milliseconds(500))
         return try await imageList()
+    }
+
+    /// Runs `smp --timeout 1 ARGS` until it succeeds (the device may be rebooting), for at most `within`
+    /// seconds; returns the last run.
+    func smpOnceAnswering(_ arguments: String..., within: Double = 30) async throws -> ProcessResult {
+        let deadline = Date().addingTimeInterval(within)
+        while true {
+            let result = try await smp(["--timeout", "1"] + arguments, timeout: 20)
+            if result.status == 0 || Date() >= deadline { return result }
+            try await Task.sleep(for: .milliseconds(100))
+        }
     }
 }
 
