@@ -97,7 +97,7 @@ struct NoisySerialTests {
 /// the window and the outcome.
 @Suite("UDP windows that fit Zephyr's buffers")
 struct UDPWindowTests {
-    @Test func anUploadToZephyrsDefaultBuffersResendsNothing() async throws {
+    @Test func anUploadToZephyrsDefaultBuffersKeepsHalfOfThemInFlightAndArrivesWhole() async throws {
         try TestEnvironment.requireBinaries()
         try await withSimulator(.udp, extraArguments: ["--udp-queue", "zephyr", "--buf-size", "384", "--buf-count", "4"]) { session in
             let local = session.directory.path("w.bin")

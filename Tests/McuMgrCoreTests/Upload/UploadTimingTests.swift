@@ -267,9 +267,10 @@ import Testing
         return run
     }
 
-    /// `UDPWindowTests.anUploadToZephyrsDefaultBuffersResendsNothing` in virtual time: 64 KiB to a device
-    /// with 4 buffers, `buf_count / 2` = 2 chunks in flight, datagrams taking 0.05 to 3 ms each way (answers
-    /// within the resend timeout): the device drops nothing, nothing is resent, the window never shrinks.
+    /// The timing half of `UDPWindowTests` (which runs real processes and checks the window and the
+    /// outcome): 64 KiB to a device with 4 buffers, `buf_count / 2` = 2 chunks in flight, datagrams taking
+    /// 0.05 to 3 ms each way (answers within the resend timeout): the device drops nothing, nothing is
+    /// resent, the window never shrinks.
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
     func bufCountHalfInFlightOnZephyrsUDPBuffersResendsNothing(seed: UInt64) {
         var random = SplitMix64(seed: seed)
