@@ -23,6 +23,11 @@ enum ManagerTapAction {
     case forward([UInt8])
     /// Lose the request.
     case drop
+    /// The device took the request, but the link lost its answer and noticed (as a serial link discards a
+    /// frame whose CRC fails): the client hears of the loss at once (`answerLost`: the request is resent),
+    /// whatever the time, instead of after a resend timeout that a loaded machine may also reach with an
+    /// answer that is only late.
+    case loseAnswer
     /// Answer it here with this CBOR body; the device never sees it.
     case reply(CBOR)
     /// Fail the link, as if the device vanished.
@@ -89,6 +94,10 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
             try inner.send(out)
         case .drop:
             state.withValue { $0.sent.append(packet) }
+        case .loseAnswer:
+            state.withValue { $0.sent.append(packet) }
+            let handler = state.current.handler
+            DispatchQueue.global().async { handler?(.dropped(.crcMismatch(expected: 0, actual: 1))) }
         case .reply(let body):
             state.withValue { $0.sent.append(packet) }
             var payload: [UInt8] = []
