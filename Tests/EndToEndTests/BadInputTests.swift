@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import Testing
+import TestSupport
 
 /// `smp` facing devices that misbehave: silence, unknown addresses, a port that vanishes mid-transfer,
 /// a framing mismatch.
@@ -90,17 +91,23 @@ struct BadInputTests {
                 TestEnvironment.smp, ["--device", sim.udpURI, "fs", "upload", local, "/lfs1/big.bin"], timeout: 120))
 
         let destination = directory.path("downloaded.bin")
+        let started = Date()
         async let download = ProcessRunner.run(
             TestEnvironment.smp, ["--device", sim.serialURI, "--timeout", "2", "fs", "download", "/lfs1/big.bin", destination],
             timeout: 60)
         // At 1 Mbaud the 1 MiB download takes about 14 s (console framing: 4/3 Base64 and line markers at
-        // 100 kB/s); pull the plug about halfway.
-        try await Task.sleep(for: .seconds(6))
+        // 100 kB/s); pull the plug once a quarter of it is written, however fast this machine gets there.
+        let underWay = await waitUntil(timeout: .seconds(50), interval: .milliseconds(20)) {
+            (partialDownloadSize(of: destination) ?? 0) >= 256 * 1024
+        }
+        #expect(underWay, "the download never wrote 256 KiB")
+        let killedAfter = Date().timeIntervalSince(started)
         sim.kill9()
         let result = try await download
         #expect(result.status != 0, "\(result)")
         #expect(!result.timedOut, "smp hung after the port vanished: \(result)")
-        #expect(result.duration < 6 + 2 * 2 + 5, "\(result)")
+        // Noticed within two timeouts and a margin of the port vanishing.
+        #expect(result.duration - killedAfter < 2 * 2 + 5, "killed after \(killedAfter) s: \(result)")
         #expect(!FileManager.default.fileExists(atPath: destination), "a partial file was left at \(destination)")
     }
 

@@ -41,8 +41,7 @@ struct CLIGroupTests {
 
             expectSuccess(try await session.smp("os", "reset"))
             // The device answers again after it rebooted.
-            try await Task.sleep(for: .milliseconds(600))
-            let echo = expectSuccess(try await session.smp("os", "echo", "back"))
+            let echo = expectSuccess(try await session.smpOnceAnswering("os", "echo", "back"))
             #expect(echo.stdout.contains("back"))
         }
     }
@@ -91,8 +90,7 @@ struct CLIGroupTests {
             #expect(pendingSlot?["pending"] as? Bool == true, "\(pending)")
 
             expectSuccess(try await session.smp("os", "reset"))
-            try await Task.sleep(for: .milliseconds(800))
-            let after = expectSuccess(try await session.smp("--json", "image", "list"))
+            let after = expectSuccess(try await session.smpOnceAnswering("--json", "image", "list"))
             let running = (jsonObject(after)?["images"] as? [[String: Any]])?.first { jsonInt($0["slot"]) == 0 }
             #expect(running?["version"] as? String == "1.2.3", "\(after)")
             #expect(running?["active"] as? Bool == true, "\(after)")

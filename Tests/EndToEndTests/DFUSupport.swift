@@ -115,24 +115,34 @@ struct SeededBytes {
     mutating func chance(_ p: Double) -> Bool { p > 0 && Double(next64() >> 11) / Double(1 << 53) < p }
 }
 
-/// A relay thread's life: runs until `stop()`, which waits a moment for the thread to see it (the relay
-/// polls with a short timeout and closes its descriptors on the way out).
+/// A relay thread's life: runs until `stop()`, which waits (at most 10 s) until the thread has seen it
+/// and closed its descriptors (it polls with a short timeout and calls `threadEnded()` on its way out),
+/// so that whoever opens the device next finds it free, however late the thread runs.
 final class RelayLife: @unchecked Sendable {
-    private let lock = NSLock()
+    private let condition = NSCondition()
     private var running = true
+    private var ended = false
 
     var isRunning: Bool {
-        lock.lock()
-        defer { lock.unlock() }
+        condition.lock()
+        defer { condition.unlock() }
         return running
     }
 
+    /// The relay thread is done: its descriptors are closed.
+    func threadEnded() {
+        condition.lock()
+        ended = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
     func stop() {
-        lock.lock()
-        let wasRunning = running
+        condition.lock()
+        defer { condition.unlock() }
         running = false
-        lock.unlock()
-        if wasRunning { Thread.sleep(forTimeInterval: 0.1) }
+        let deadline = Date().addingTimeInterval(10)
+        while !ended, condition.wait(until: deadline) {}
     }
 }
 
@@ -177,11 +187,23 @@ extension SimSession {
         throw E2EError("image list did not answer: \(last.map { "\($0)" } ?? "")")
     }
 
-    /// Resets the device with `smp os reset` and waits until it answers again.
+    /// Resets the device with `smp os reset` and waits until it answers again. (The simulated device
+    /// applies a reset when it answers it, then stays silent while it reboots: `imageList` retries until
+    /// it answers, however long that takes on a loaded machine.)
     func resetAndWait() async throws -> [ListedSlot] {
         expectSuccess(try await smp("os", "reset"))
-        try await Task.sleep(for: .milliseconds(500))
         return try await imageList()
+    }
+
+    /// Runs `smp --timeout 1 ARGS` until it succeeds (the device may be rebooting), for at most `within`
+    /// seconds; returns the last run.
+    func smpOnceAnswering(_ arguments: String..., within: Double = 30) async throws -> ProcessResult {
+        let deadline = Date().addingTimeInterval(within)
+        while true {
+            let result = try await smp(["--timeout", "1"] + arguments, timeout: 20)
+            if result.status == 0 || Date() >= deadline { return result }
+            try await Task.sleep(for: .milliseconds(100))
+        }
     }
 }
 

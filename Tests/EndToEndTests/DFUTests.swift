@@ -108,18 +108,11 @@ struct DFUTests {
         #expect(application.stdout.contains("mode 0"), "\(application)")
         // Serial recovery lists slot 0 with the new hash; a normal reset boots the application again.
         expectSuccess(try await session.smp("os", "reset", "--boot-mode", "1"))
-        try await Task.sleep(for: .milliseconds(500))
-        let recovery = try await session.imageList()
+        let recovery = try await session.imageList()  // retried while the device reboots
         #expect(recovery.contains { $0.slot == 0 && $0.hash == newHash }, "\(recovery)")
         expectSuccess(try await session.smp("os", "reset"))
-        try await Task.sleep(for: .milliseconds(500))
-        var back: ProcessResult?
-        for _ in 0..<20 {
-            back = try await session.smp(["--timeout", "1", "os", "bootloader", "mode"], timeout: 20)
-            if back?.status == 0 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        #expect(back?.status == 0 && back?.stdout.contains("mode 0") == true, "the application is back: \(back.map { "\($0)" } ?? "")")
+        let back = try await session.smpOnceAnswering("os", "bootloader", "mode")
+        #expect(back.status == 0 && back.stdout.contains("mode 0"), "the application is back: \(back)")
     }
 
     static func check(_ test: DFUCase, _ session: SimSession) async throws {

@@ -70,8 +70,8 @@ struct InteropTests {
         try await withSimulator(link) { session in
             let image = try await makeMCUbootImage(in: session.directory, version: "3.1.4", bodySize: 48 * 1024)
             expectSuccess(try await Self.smpmgr(session, ["upgrade", "--confirm", image.path], timeout: 150))
-            // smpmgr exits once the reset is answered; the device reboots 250 ms later.
-            try await Task.sleep(for: .seconds(1))
+            // smpmgr exits once the reset is answered; the device applied it then (the swap) and is silent
+            // while it reboots: `imageList` asks until it answers.
             let after = try await session.imageList()
             let running = after.first { $0.image == 0 && $0.active }
             #expect(running?.version == "3.1.4", "\(after)")

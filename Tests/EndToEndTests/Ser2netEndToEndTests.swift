@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `smp` through real ser2net (Debian's 4.3) to smp-sim's pty: `tcp://` (raw accepter) and
 /// `rfc2217://` (telnet(rfc2217) accepter), default options (link sizing must find Zephyr's 2 x 128-byte
@@ -191,7 +192,11 @@ struct Ser2netEndToEndTests {
             // Once smp is connected and the transfer under way (48 KiB at 230400 baud take about 3 s).
             let port = accepter == .tcp ? rig.ser2net.rawPort : rig.ser2net.rfc2217Port
             #expect(try await rig.ser2net.waitForClient(on: port), "smp never connected")
-            try await Task.sleep(for: .milliseconds(500))
+            // Once the download has written data (mid-transfer, however loaded the machine).
+            let underWay = await waitUntil(timeout: .seconds(30), interval: .milliseconds(20)) {
+                (partialDownloadSize(of: target) ?? 0) > 0
+            }
+            #expect(underWay, "the download wrote nothing")
             rig.ser2net.kill9()
             let run = try await download
             #expect(run.status == 69, "\(run)")

@@ -12,8 +12,7 @@ import Glibc
     func simulatorRecovery(_ link: Link) async throws {
         try await withDFUSimulator(link) { session in
             expectSuccess(try await session.smp("os", "reset", "--boot-mode", "1"))
-            try await Task.sleep(for: .milliseconds(500))
-            let inRecovery = try await session.imageList()
+            let inRecovery = try await session.imageList()  // retried while the device reboots
             #expect(!inRecovery.contains { $0.active }, "\(inRecovery)")
             let image = try DFUPackages.image(version: (2, 0, 0), seed: 41)
             let package = try DFUPackages.write(image.data, "app.bin", in: session.directory)

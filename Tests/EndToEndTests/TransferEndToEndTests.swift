@@ -3,6 +3,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// `smp fs` end to end: large UDP answers, interruption (SIGINT/SIGTERM) and resumption, against
@@ -189,7 +190,10 @@ import Glibc
         defer { close(fd) }
         let port = try #require(bindToLoopback(fd))
         let running = try Running(["--device", "udp:127.0.0.1:\(port)", "--timeout", "60", "os", "echo", "hi"])
-        try await Task.sleep(for: .milliseconds(500))
+        // Once its request arrived (smp then waits for the answer).
+        var readable = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let asked = await waitUntil(timeout: .seconds(30)) { poll(&readable, 1, 0) == 1 }
+        #expect(asked, "smp sent no request within 30 s")
         let (status, _, stderr) = try await running.signal(SIGTERM)
         #expect(status == 130, "\(stderr)")
     }

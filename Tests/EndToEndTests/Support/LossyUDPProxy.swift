@@ -102,6 +102,7 @@ final class LossyUDPProxy: @unchecked Sendable {
         }
         close(clientSocket)
         close(deviceSocket)
+        life.threadEnded()
     }
 
     /// Counts a datagram as dropped (nothing to send on) or forwarded; returns what to send.

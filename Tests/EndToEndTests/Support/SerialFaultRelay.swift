@@ -95,5 +95,6 @@ final class SerialFaultRelay: @unchecked Sendable {
         close(device)
         close(master)
         close(slave)
+        life.threadEnded()
     }
 }

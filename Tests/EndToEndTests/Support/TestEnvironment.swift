@@ -78,6 +78,19 @@ struct TemporaryDirectory: Sendable {
     func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
+/// The size of the temporary file `smp fs download` writes beside `destination` (`.NAME.XXXX.download`)
+/// while the download runs; nil while there is none.
+func partialDownloadSize(of destination: String) -> Int? {
+    let url = URL(fileURLWithPath: destination)
+    let folder = url.deletingLastPathComponent().path
+    let prefix = "." + url.lastPathComponent + "."
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder),
+        let name = names.first(where: { $0.hasPrefix(prefix) && $0.hasSuffix(".download") }),
+        let attributes = try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+    else { return nil }
+    return (attributes[.size] as? NSNumber)?.intValue
+}
+
 /// Random bytes for upload payloads.
 func randomBytes(_ count: Int) -> Data {
     var generator = SystemRandomNumberGenerator()

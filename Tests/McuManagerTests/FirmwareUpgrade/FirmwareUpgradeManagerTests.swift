@@ -3,6 +3,7 @@ import McuManager
 import McuMgrCore
 import McuMgrSimulator
 import Testing
+import TestSupport
 
 /// FirmwareUpgradeManager against the in-memory simulated device (MCUboot swap with test / confirm /
 /// revert, a reboot of ~0.3 s during which requests are lost).
@@ -259,7 +260,7 @@ struct FirmwareUpgradeManagerTests {
         rig.link.options.latency = .milliseconds(3)
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
         let first = Task { try await manager.upgrade(images: [DFUFixtures.image(size: 96 * 1024)], configuration: DFUFixtures.configuration(.uploadOnly)) }
-        while !manager.isInProgress { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await waitUntil(interval: .milliseconds(1)) { manager.isInProgress })
         let error = await expectMcuMgrError {
             _ = try await manager.upgrade(images: [DFUFixtures.image()], configuration: DFUFixtures.configuration())
         }

@@ -3,6 +3,7 @@ import McuManager
 import McuMgrCore
 import McuMgrSimulator
 import Testing
+import TestSupport
 
 /// Builders and a rig for firmware-upgrade runtime tests against the in-memory simulated device.
 enum DFUFixtures {
@@ -55,10 +56,7 @@ class StreamRecorder<Event: Sendable>: @unchecked Sendable {
 
     /// Waits until the events so far satisfy `predicate` (or 10 s passed).
     func wait(untilAll predicate: ([Event]) -> Bool) async {
-        for _ in 0..<1000 {
-            if predicate(events) { return }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        await waitUntil { predicate(events) }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import McuManager
 import McuMgrCore
 import McuMgrSimulator
+import TestSupport
 
 /// A thread-safe box for test bookkeeping.
 final class ManagerTestBox<Value>: @unchecked Sendable {
@@ -22,6 +23,11 @@ enum ManagerTapAction {
     case forward([UInt8])
     /// Lose the request.
     case drop
+    /// The device took the request, but the link lost its answer and noticed (as a serial link discards a
+    /// frame whose CRC fails): the client hears of the loss at once (`answerLost`: the request is resent),
+    /// whatever the time, instead of after a resend timeout that a loaded machine may also reach with an
+    /// answer that is only late.
+    case loseAnswer
     /// Answer it here with this CBOR body; the device never sees it.
     case reply(CBOR)
     /// Fail the link, as if the device vanished.
@@ -88,6 +94,10 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
             try inner.send(out)
         case .drop:
             state.withValue { $0.sent.append(packet) }
+        case .loseAnswer:
+            state.withValue { $0.sent.append(packet) }
+            let handler = state.current.handler
+            DispatchQueue.global().async { handler?(.dropped(.crcMismatch(expected: 0, actual: 1))) }
         case .reply(let body):
             state.withValue { $0.sent.append(packet) }
             var payload: [UInt8] = []
@@ -128,9 +138,11 @@ struct ManagerRig {
         client = McuMgrClient(transport: tap, configuration: .init(timeout: timeout))
     }
 
-    /// Waits until the device has finished rebooting.
+    /// Waits (at most 30 s) until the device has finished rebooting.
     func waitForReboot() async throws {
-        while device.isRebooting() { try await Task.sleep(for: .milliseconds(20)) }
+        guard await waitUntil(timeout: .seconds(30), { !device.isRebooting() }) else {
+            throw McuMgrError(.timeout, "the simulated device was still rebooting after 30 s")
+        }
     }
 }
 

@@ -70,7 +70,7 @@ final class ZephyrFileSystemModel: @unchecked Sendable {
                     }
                     return first
                 }
-                return lose ? .drop : .reply(answer)
+                return lose ? .loseAnswer : .reply(answer)
             }
         }
     }

@@ -4,6 +4,7 @@ import McuMgrCore
 import Testing
 
 @testable import McuMgrSimulator
+import TestSupport
 
 /// Collects transport events for assertions.
 final class EventCollector: @unchecked Sendable {
@@ -30,8 +31,7 @@ final class EventCollector: @unchecked Sendable {
 
     /// Waits until `count` packets arrived or the time is up.
     func waitForPackets(_ count: Int, timeout: Duration = .seconds(5)) async {
-        let deadline = ContinuousClock.now + timeout
-        while packets.count < count && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        await waitUntil(timeout: timeout, interval: .milliseconds(5)) { packets.count >= count }
     }
 }
 

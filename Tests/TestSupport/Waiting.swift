@@ -1,0 +1,18 @@
+import Foundation
+
+/// Waits until `condition` holds, checking it every `interval`, for at most `timeout`. Tests wait for
+/// what they need (a ready line, a path, an answer, a process state) instead of sleeping a fixed time:
+/// on an idle machine they go on at once, on a loaded one they wait as long as it takes, up to the
+/// deadline.
+/// - Returns: whether the condition held (checked once more at the deadline).
+@discardableResult
+public func waitUntil(
+    timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: interval)
+    }
+    return try await condition()
+}
