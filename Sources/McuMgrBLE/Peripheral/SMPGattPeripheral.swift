@@ -306,8 +306,14 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     }
 
     /// Notification size: the link's ATT payload, at most this device's (as Zephyr's
-    /// `bt_gatt_get_mtu(conn) - 3`); BlueZ cuts a longer notification short.
-    private var payloadSize: Int { lock.withLock { min(attMTU, linkMTU ?? attMTU) } - 3 }
+    /// `bt_gatt_get_mtu(conn) - 3`). Through real BlueZ (which reports the link's MTU) two bytes less:
+    /// bluetoothd 5.66 sends a peripheral's notifications as Multiple Handle Value Notifications to a
+    /// central that takes them (BlueZ's does), whose 4-byte handle and length leave MTU − 5 bytes for
+    /// the value, and cuts a longer value short (seen in an HCI trace at ATT MTU 247: 243 bytes sent,
+    /// 242 arrived).
+    private var payloadSize: Int {
+        lock.withLock { linkMTU.map { min(attMTU - 3, $0 - 5) } ?? (attMTU - 3) }
+    }
 
     /// Keeps the link MTU that BlueZ passes in a call's options.
     private func note(_ options: [String: DBusValue]) {
