@@ -6,14 +6,17 @@ import Testing
 /// QEMU guest with two linked virtual controllers (Scripts/ble-vm.sh). Runs only inside that guest
 /// (`BLE_VM=1`); Scripts/test-ble-bluez.sh boots it once and runs this suite for each link
 /// configuration: plain ATT at BlueZ's ATT MTU 517 (the whole suite), EATT (requests of one write), then
-/// plain ATT at ATT MTUs 498, 247, 65 and 23 (echo at the buffer size and a file round trip).
+/// plain ATT at ATT MTUs 498, 247, 65 and 23 (the device's own; echo at the buffer size and a file round
+/// trip).
 @Suite("smp over Bluetooth LE on real BlueZ (Scripts/ble-vm.sh)", .enabled(if: RealBlueZ.isAvailable, RealBlueZ.skipReason), .serialized)
 struct RealBlueZTests {
     /// The device: `smp-sim --ble hci1 EXTRA`, and `smp` on hci0 with a cache directory of its own.
     struct Session {
         let sim: SimProcess
         let directory: TemporaryDirectory
-        var device: String { "ble:\(RealBlueZ.deviceAddress)?adapter=\(RealBlueZ.clientAdapter)" }
+        var device: String {
+            "ble:\(RealBlueZ.deviceAddress)?adapter=\(RealBlueZ.clientAdapter)" + (RealBlueZ.deviceMTU.map { "&mtu=\($0)" } ?? "")
+        }
         var environment: [String: String] { ["XDG_CACHE_HOME": directory.path("cache")] }
 
         func smp(_ arguments: [String], device: String? = nil, timeout: Double = 240) async throws -> ProcessResult {
@@ -25,7 +28,8 @@ struct RealBlueZTests {
     func withDevice<R>(_ extra: [String] = [], _ body: (Session) async throws -> R) async throws -> R {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let sim = try await SimProcess.start(["--ble", RealBlueZ.deviceAdapter] + extra, readyTimeout: 60)
+        let mtu = RealBlueZ.deviceMTU.map { ["--ble-mtu", "\($0)"] } ?? []
+        let sim = try await SimProcess.start(["--ble", RealBlueZ.deviceAdapter] + mtu + extra, readyTimeout: 60)
         defer { sim.stop() }
         #expect(sim.bleAddress == RealBlueZ.deviceAddress)
         // Commands find a device BlueZ knows without scanning; scans on this rig miss an advertising
@@ -243,12 +247,16 @@ enum RealBlueZ {
     static let suite = Suite(rawValue: environment["SMP_BLE_SUITE"] ?? "") ?? .full
     /// The ATT MTU both bluetoothd ends offer (`ExchangeMTU`; BlueZ's default 517).
     static let attMTU = Int(environment["SMP_BLE_ATT_MTU"] ?? "") ?? 517
+    /// An ATT MTU below what bluetoothd can offer (it cannot go under 48): the device's own
+    /// (`smp-sim --ble-mtu`), given to smp as `mtu=` in the URI.
+    static let deviceMTU = Int(environment["SMP_BLE_DEVICE_MTU"] ?? "")
     /// The longest write toward the device (a BlueZ peripheral takes at most 509 bytes).
     static var writeLength: Int { min(attMTU - 3, 509) }
 
     /// Scans (`smp ble scan`, its default time) until the device is seen; the number of scans it took,
     /// nil when five saw nothing.
     static func scansUntilSeen() async throws -> Int? {
+        if await knowsDevice() { return 0 }
         for attempt in 1...5 {
             let scan = try await ProcessRunner.run(TestEnvironment.smp, ["ble", "scan", "--adapter", clientAdapter], timeout: 120)
             if scan.stdout.contains(deviceAddress) { return attempt }
@@ -256,14 +264,24 @@ enum RealBlueZ {
         return nil
     }
 
+    /// The device's object on the client's adapter.
+    static var devicePath: String { "/org/bluez/\(clientAdapter)/dev_\(deviceAddress.replacingOccurrences(of: ":", with: "_"))" }
+
+    /// A property of the device's object as `dbus-send` prints it; the run fails when BlueZ has no such device.
+    static func deviceProperty(_ name: String) async -> ProcessResult? {
+        try? await ProcessRunner.run(
+            URL(fileURLWithPath: "/usr/bin/dbus-send"),
+            ["--system", "--print-reply=literal", "--dest=org.bluez", devicePath, "org.freedesktop.DBus.Properties.Get",
+             "string:org.bluez.Device1", "string:\(name)"], timeout: 10)
+    }
+
+    /// Whether BlueZ on the client's adapter has the device (then a command connects without scanning).
+    static func knowsDevice() async -> Bool { await deviceProperty("Address")?.status == 0 }
+
     /// Waits until BlueZ on the client's adapter reports the device disconnected (30 s at most).
     static func waitUntilDisconnected() async -> Bool {
-        let path = "/org/bluez/\(clientAdapter)/dev_\(deviceAddress.replacingOccurrences(of: ":", with: "_"))"
         for _ in 0..<300 {
-            let result = try? await ProcessRunner.run(
-                URL(fileURLWithPath: "/usr/bin/dbus-send"),
-                ["--system", "--print-reply=literal", "--dest=org.bluez", path, "org.freedesktop.DBus.Properties.Get",
-                 "string:org.bluez.Device1", "string:Connected"], timeout: 10)
+            let result = await deviceProperty("Connected")
             // Gone (BlueZ removed it) or Connected false.
             if let result, result.status != 0 || result.stdout.contains("false") { return true }
             try? await Task.sleep(for: .milliseconds(100))
