@@ -47,7 +47,7 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
 
     public var name: String { configuration.uri.description }
 
-    /// The longest write of the current connection (ATT MTU − 3, at most 512, 510 toward BlueZ): the
+    /// The longest write of the current connection (ATT MTU − 3, at most 512, 509 toward BlueZ): the
     /// largest packet a device without SMP reassembly takes.
     public var mtu: Int {
         lock.lock()
