@@ -4,10 +4,12 @@ import Foundation
 /// what they need (a ready line, a path, an answer, a process state) instead of sleeping a fixed time:
 /// on an idle machine they go on at once, on a loaded one they wait as long as it takes, up to the
 /// deadline.
+/// The default deadline is generous (2 minutes): it only stops a test that would hang, and a loaded
+/// machine running the whole suite in parallel took over 10 s to reach an upgrade's first pause.
 /// - Returns: whether the condition held (checked once more at the deadline).
 @discardableResult
 public func waitUntil(
-    timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool
+    timeout: Duration = .seconds(120), interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
