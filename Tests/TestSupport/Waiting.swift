@@ -18,3 +18,9 @@ public func waitUntil(
     }
     return try await condition()
 }
+
+/// Held while a test creates a child's pipes, starts it and closes the parent's write ends: a child
+/// that another test starts in between would inherit those ends and keep the pipes open (its reader
+/// then waits for that child, not for its own). Seen under a whole-suite run: `smp-sim --count 0`, a
+/// usage error that exits at once, left no output and no exit within 45 s.
+public let childSpawnLock = NSLock()

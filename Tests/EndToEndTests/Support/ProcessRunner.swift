@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// What a finished child process left behind.
 struct ProcessResult: Sendable, CustomStringConvertible {
@@ -51,6 +52,9 @@ enum ProcessRunner {
         for (key, value) in environment { env[key] = value }
         process.environment = env
         if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        childSpawnLock.lock()
+        var spawnLocked = true
+        defer { if spawnLocked { childSpawnLock.unlock() } }
         let stdoutPipe = Pipe()
         let stderrPipe = Pipe()
         process.standardOutput = stdoutPipe
@@ -81,6 +85,8 @@ enum ProcessRunner {
         // The child has its own copies; close ours so reads end at the child's exit.
         try? stdoutPipe.fileHandleForWriting.close()
         try? stderrPipe.fileHandleForWriting.close()
+        childSpawnLock.unlock()
+        spawnLocked = false
 
         var timedOut = false
         var reaped = true

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A running `smp-sim`, started with the given arguments and stopped with SIGTERM (SIGKILL if it
 /// lingers) in all paths.
@@ -71,10 +72,17 @@ final class SimProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         process.standardInput = FileHandle.nullDevice
+        childSpawnLock.lock()
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
+        do {
+            try process.run()
+        } catch {
+            childSpawnLock.unlock()
+            throw error
+        }
         try? pipe.fileHandleForWriting.close()
+        childSpawnLock.unlock()
         let handle = pipe.fileHandleForReading
         let lines = self.lines
         let condition = linesChanged
