@@ -35,13 +35,6 @@ public struct BLEDeviceProfile: Sendable, Hashable, CustomStringConvertible {
         return bufferSize > maximumWriteLength
     }
 
-    /// The largest SMP packet to send over writes of `maximumWriteLength` bytes; `assumeReassembly` is
-    /// what to assume when the profile does not know.
-    public func maximumPacketSize(maximumWriteLength: Int, assumeReassembly: Bool) -> Int {
-        let buffer = bufferSize ?? BLEFramingCodec.defaultMaximumPacketSize
-        return (reassembles ?? assumeReassembly) ? buffer : min(maximumWriteLength, buffer)
-    }
-
     /// Why a `packetSize`-byte request cannot go to this device, or nil when it can.
     public func refusal(packetSize: Int, maximumWriteLength: Int, assumeReassembly: Bool) -> String? {
         if let bufferSize, packetSize > bufferSize {

@@ -35,8 +35,6 @@ struct BLEDeviceProfileTests {
         #expect(BLEDeviceProfile(bufferSize: 2475).needsReassemblyProbe(maximumWriteLength: 495) == true)
         #expect(BLEDeviceProfile(bufferSize: 2475, reassembles: true).needsReassemblyProbe(maximumWriteLength: 495) == false)
         #expect(BLEDeviceProfile().needsReassemblyProbe(maximumWriteLength: 20) == false)
-        #expect(BLEDeviceProfile(bufferSize: 1024, reassembles: false).maximumPacketSize(maximumWriteLength: 244, assumeReassembly: true) == 244)
-        #expect(BLEDeviceProfile(bufferSize: 1024).maximumPacketSize(maximumWriteLength: 244, assumeReassembly: true) == 1024)
     }
 
     @Test(arguments: [20, 23, 24, 244, 255, 256, 257, 495, 510, 512])
