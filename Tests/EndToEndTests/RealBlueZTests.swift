@@ -63,7 +63,7 @@ struct RealBlueZTests {
 
     /// Zephyr's default (384), over one 512-byte write (1024), smp_svr's Bluetooth overlay (2475), and a
     /// device without reassembly whose buffer holds more than one write.
-    /// The other ATT MTUs take smp_svr's buffer only; EATT takes requests of one write only (see
+    /// The other ATT MTUs take smp_svr's buffer only; EATT the default and the overlay's (see
     /// `RealBlueZ.Suite.eatt`).
     static let echoBuffers: [Buffers] =
         switch RealBlueZ.suite {
@@ -72,21 +72,23 @@ struct RealBlueZTests {
                 Buffers(size: 384, reassembly: true), Buffers(size: 1024, reassembly: true), Buffers(size: 2475, reassembly: true),
                 Buffers(size: 1024, reassembly: false),
             ]
-        case .eatt: [Buffers(size: 384, reassembly: true)]
+        case .eatt: [Buffers(size: 384, reassembly: true), Buffers(size: 2475, reassembly: true)]
         case .link: [Buffers(size: 2475, reassembly: true)]
         }
     static let transferBuffers: [Buffers] =
         switch RealBlueZ.suite {
         case .full: [Buffers(size: 384, reassembly: true), Buffers(size: 2475, reassembly: true), Buffers(size: 1024, reassembly: false)]
-        case .eatt: [Buffers(size: 384, reassembly: true)]
+        case .eatt: [Buffers(size: 384, reassembly: true), Buffers(size: 2475, reassembly: true)]
         case .link: [Buffers(size: 2475, reassembly: true)]
         }
 
     @Test(arguments: echoBuffers)
     func echoFillsTheBufferAndOneByteMoreIsRefusedAtOnce(_ buffers: Buffers) async throws {
         try await withDevice(buffers.arguments) { session in
-            // The largest request the device takes: its buffer, or one write without reassembly.
-            let largest = buffers.reassembly ? buffers.size : min(buffers.size, RealBlueZ.writeLength)
+            // The largest request the device takes: its buffer, or one write without reassembly or
+            // over EATT (where the pieces of a request arrive out of order).
+            let splits = buffers.reassembly && RealBlueZ.suite != .eatt
+            let largest = splits ? buffers.size : min(buffers.size, RealBlueZ.writeLength)
             let text = Self.echoText(requestSize: largest)
             let echo = try await session.smp(["os", "echo", text])
             expectSuccess(echo)
@@ -94,8 +96,11 @@ struct RealBlueZTests {
             let tooLong = try await session.smp(["os", "echo", Self.echoText(requestSize: largest + 1)])
             expectStatus(tooLong, SMPExit.usage)
             #expect(tooLong.stderr.contains("\(largest + 1)-byte request"), "\(tooLong)")
-            if buffers.reassembly {
+            if largest == buffers.size {
                 #expect(tooLong.stderr.contains("\(buffers.size)-byte SMP buffer"), "\(tooLong)")
+            } else if buffers.reassembly {
+                #expect(tooLong.stderr.contains("\(RealBlueZ.writeLength)-byte Bluetooth write"), "\(tooLong)")
+                #expect(tooLong.stderr.contains("EATT") && tooLong.stderr.contains("Channels = 1"), "\(tooLong)")
             } else {
                 #expect(tooLong.stderr.contains("\(RealBlueZ.writeLength)-byte Bluetooth write"), "\(tooLong)")
                 #expect(tooLong.stderr.contains("do not reach this device whole"), "\(tooLong)")
@@ -168,7 +173,7 @@ struct RealBlueZTests {
 
     @Test(.enabled(if: RealBlueZ.suite != .link))
     func imageUploadLandsInTheSecondSlot() async throws {
-        try await withDevice(RealBlueZ.suite == .full ? ["--buf-size", "2475"] : []) { session in
+        try await withDevice(["--buf-size", "2475"]) { session in
             let (image, hash) = try DFUPackages.image(version: (1, 2, 0), size: 48 * 1024, seed: 7)
             let path = try DFUPackages.write(image, "app.bin", in: session.directory)
             expectSuccess(try await session.smp(["image", "upload", path]))
@@ -236,10 +241,11 @@ enum RealBlueZ {
     enum Suite: String {
         /// Everything (plain ATT at MTU 517).
         case full
-        /// Everything whose requests fit one write. bluetoothd 5.66 sends the writes of one request
-        /// over its EATT bearers, where a short piece overtakes a long one (seen: a 1-byte tail reached
-        /// the device before its 509-byte head), so requests written in pieces do not reach a device
-        /// whole; smp then falls back to single writes, and splitting over EATT stays open.
+        /// BlueZ's default of ATT plus two EATT bearers on both ends. bluetoothd 5.66 sends the writes
+        /// of one request over all its bearers, where a short piece overtakes a long one (seen every
+        /// time: the reassembly probe's 1-byte tail reached the device before its 509-byte head), so
+        /// smp learns that the probe goes unanswered and sends single writes: echo and transfers with
+        /// smp_svr's default and Bluetooth-overlay buffers, every group, image upload and dfu.
         case eatt
         /// An echo at smp_svr's buffer and a file round trip (the other ATT MTUs).
         case link

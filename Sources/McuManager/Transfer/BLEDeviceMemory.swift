@@ -7,10 +7,12 @@ import McuMgrCore
 
 /// Remembers across runs whether each Bluetooth LE device reassembles requests written in pieces (the
 /// one fact of a `BLEDeviceProfile` that costs a probe), with the SMP buffer size it had then: a device
-/// whose `os params` answer another size (new firmware) is probed afresh. A JSON file, written
-/// atomically; unreadable or odd entries are ignored.
+/// whose `os params` answer another size (new firmware) is probed afresh. A probe that went unanswered
+/// (pieces out of order on the link, as with BlueZ's EATT) is a fact of the link more than of the device
+/// and is trusted for a day, then probed again. A JSON file, written atomically; unreadable or odd
+/// entries are ignored.
 public struct BLEDeviceMemory: Sendable, Hashable {
-    /// The file: an object of device address -> {"buf": N, "reassembly": B, "seen": T}.
+    /// The file: an object of device address -> {"buf": N, "reassembly": B, "unanswered": B, "seen": T}.
     public let file: URL
 
     public init(file: URL) { self.file = file }
@@ -24,17 +26,23 @@ public struct BLEDeviceMemory: Sendable, Hashable {
     /// Devices kept; the ones seen longest ago go first.
     public static let capacity = 200
 
-    /// Whether `device` reassembled requests when its SMP buffer was `bufferSize` bytes, if known.
-    public func reassembles(_ device: String, bufferSize: Int?) -> Bool? {
-        guard let entry = cache.entries()[device], entry.buf == bufferSize else { return nil }
-        return entry.reassembly
+    /// How long an unanswered probe is trusted.
+    public static let unansweredLifetime = 24 * 3600
+
+    /// What was learned about `device` when its SMP buffer was `bufferSize` bytes, if known: whether
+    /// requests may be written in pieces, and whether that is because pieces went unanswered.
+    public func recall(_ device: String, bufferSize: Int?, now: Int? = nil) -> (reassembles: Bool, piecesArriveOutOfOrder: Bool)? {
+        guard let entry = cache.entries()[device], entry.buf == bufferSize, let reassembles = entry.reassembly else { return nil }
+        let unanswered = entry.unanswered ?? false
+        if unanswered, (now ?? DeviceCacheFile<Entry>.now) - (entry.seen ?? 0) > Self.unansweredLifetime { return nil }
+        return (reassembles, unanswered)
     }
 
     /// Records what was learned about `device`. Failures to write are ignored: the memory only saves time.
-    public func remember(_ profile: BLEDeviceProfile, for device: String) {
+    public func remember(_ profile: BLEDeviceProfile, for device: String, now: Int? = nil) {
         guard let reassembles = profile.reassembles else { return }
         cache.store(
-            Entry(buf: profile.bufferSize, reassembly: reassembles, seen: DeviceCacheFile<Entry>.now),
+            Entry(buf: profile.bufferSize, reassembly: reassembles, unanswered: profile.piecesArriveOutOfOrder ? true : nil, seen: now ?? DeviceCacheFile<Entry>.now),
             for: device, capacity: Self.capacity, seen: \.seen)
     }
 
@@ -44,11 +52,13 @@ public struct BLEDeviceMemory: Sendable, Hashable {
     private struct Entry: Codable {
         var buf: Int?
         var reassembly: Bool?
+        var unanswered: Bool?
         var seen: Int?
 
-        init(buf: Int?, reassembly: Bool, seen: Int) {
+        init(buf: Int?, reassembly: Bool, unanswered: Bool?, seen: Int) {
             self.buf = buf
             self.reassembly = reassembly
+            self.unanswered = unanswered
             self.seen = seen
         }
 
@@ -56,6 +66,7 @@ public struct BLEDeviceMemory: Sendable, Hashable {
             let container = try? decoder.container(keyedBy: CodingKeys.self)
             buf = try? container?.decode(Int.self, forKey: .buf)
             reassembly = try? container?.decode(Bool.self, forKey: .reassembly)
+            unanswered = try? container?.decode(Bool.self, forKey: .unanswered)
             seen = try? container?.decode(Int.self, forKey: .seen)
         }
     }

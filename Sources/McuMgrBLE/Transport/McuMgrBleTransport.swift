@@ -129,25 +129,27 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         var source = "asked"
         if !configuration.deviceReassembly {
             source = "reassembly=off"
-        } else if let known = deviceMemory?.reassembles(key, bufferSize: profile.bufferSize) {
-            profile.reassembles = known
-            source = "reassembly remembered"
+        } else if let known = deviceMemory?.recall(key, bufferSize: profile.bufferSize) {
+            profile.reassembles = known.reassembles
+            profile.piecesArriveOutOfOrder = known.piecesArriveOutOfOrder
+            source = "remembered"
         } else if profile.needsReassemblyProbe(maximumWriteLength: link.maximumWriteLength) {
             profile.reassembles = await link.exchange(
                 BLEDeviceProbe.reassemblyRequest(maximumWriteLength: link.maximumWriteLength), timeout: timeout,
                 reading: BLEDeviceProbe.reassembly(in:))
-            if profile.reassembles == nil {
-                // No answer: the pieces did not reach the device whole. Seen with BlueZ and EATT, which
-                // sends the writes of one request over several bearers, where a short piece overtakes a
-                // long one. Single writes always arrive whole: use them on this connection, and ask
-                // again on the next.
+            if profile.reassembles == nil, link.lossError == nil {
+                // No answer, where a device without reassembly answers rc 9: the pieces did not reach
+                // the device whole (BlueZ with EATT sends them over several bearers, and the one-byte
+                // tail overtakes the head). Single writes always arrive whole. The device may hold the
+                // head half-joined: end it, or it would swallow the next request.
+                link.write(BLEDeviceProbe.flushWrite)
                 profile.reassembles = false
-                source = "no answer to the reassembly probe: single writes on this connection"
+                profile.piecesArriveOutOfOrder = true
             }
         }
         link.profile = profile
         logger.debug("BLE device \(link.device.label): \(profile) (\(source))")
-        if source == "asked" { deviceMemory?.remember(profile, for: key) }
+        if source == "asked", link.lossError == nil { deviceMemory?.remember(profile, for: key) }
     }
 
     public func send(_ packet: [UInt8]) throws {
@@ -264,6 +266,16 @@ final class BleLink: @unchecked Sendable {
         }
         defer { timer.cancel() }
         return await box.value()
+    }
+
+    /// One write of `bytes` as they are, outside the framing (see `BLEDeviceProbe.flushWrite`).
+    func write(_ bytes: [UInt8]) {
+        let writer = lock.withLock { ended ? nil : self.writer }
+        if let writer {
+            _ = writer.send([bytes])
+        } else if !lock.withLock({ ended }) {
+            client.writeValue(bytes, characteristic: characteristic.path, type: writeType) { _ in }
+        }
     }
 
     /// One notification (ATT payload) from the device.

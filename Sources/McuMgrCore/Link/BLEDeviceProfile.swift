@@ -14,16 +14,25 @@ public struct BLEDeviceProfile: Sendable, Hashable, CustomStringConvertible {
     /// Whether the device reassembles requests split over several writes; nil when not known (then
     /// the configured assumption holds).
     public var reassembles: Bool?
+    /// The reassembly probe went unanswered: the pieces of one request do not reach the device whole
+    /// on this link, whatever its firmware does. A device without reassembly answers a request cut
+    /// short (rc 9), so silence means the pieces were lost or reordered on the way: BlueZ sends the
+    /// writes of one request over all of its EATT bearers at once, where a short piece overtakes a long
+    /// one. Requests then go in single writes (`reassembles` is false).
+    public var piecesArriveOutOfOrder: Bool
 
-    public init(bufferSize: Int? = nil, bufferCount: Int? = nil, reassembles: Bool? = nil) {
+    public init(bufferSize: Int? = nil, bufferCount: Int? = nil, reassembles: Bool? = nil, piecesArriveOutOfOrder: Bool = false) {
         self.bufferSize = bufferSize
         self.bufferCount = bufferCount
         self.reassembles = reassembles
+        self.piecesArriveOutOfOrder = piecesArriveOutOfOrder
     }
 
     public var description: String {
         let buffers = bufferSize.map { "buffers \(bufferCount.map { "\($0) x " } ?? "")\($0) B" } ?? "buffers unknown"
-        let reassembly = reassembles.map { $0 ? "reassembles" : "no reassembly" } ?? "reassembly unknown"
+        let reassembly =
+            piecesArriveOutOfOrder
+            ? "single writes (requests in pieces went unanswered)" : reassembles.map { $0 ? "reassembles" : "no reassembly" } ?? "reassembly unknown"
         return "\(buffers), \(reassembly)"
     }
 
@@ -41,6 +50,9 @@ public struct BLEDeviceProfile: Sendable, Hashable, CustomStringConvertible {
             return "a \(packetSize)-byte request does not fit the device's \(bufferSize)-byte SMP buffer (os params buf_size); send less per request"
         }
         if !(reassembles ?? assumeReassembly), packetSize > maximumWriteLength {
+            if piecesArriveOutOfOrder {
+                return "a \(packetSize)-byte request does not fit one \(maximumWriteLength)-byte Bluetooth write, and requests written in pieces do not reach this device whole on this link (a request of \(maximumWriteLength + 1) bytes in two writes went unanswered): BlueZ sends the pieces over its EATT bearers out of order. Send less per request, or keep BlueZ to one ATT bearer: `Channels = 1` under [GATT] in /etc/bluetooth/main.conf, then `systemctl restart bluetooth`"
+            }
             let known = reassembles == false ? "requests written in pieces do not reach this device whole" : "reassembly=off"
             return "a \(packetSize)-byte request does not fit one \(maximumWriteLength)-byte Bluetooth write and \(known) (CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY); send less per request"
         }
@@ -97,6 +109,13 @@ public enum BLEDeviceProbe {
             payload: payload
         ).bytes
     }
+
+    /// The write that follows an unanswered reassembly probe: two bytes that end a request a
+    /// reassembling device holds half-joined (the probe's head, after its one-byte tail was lost or
+    /// went first): they run past the one byte it waits for, and Zephyr's transport drops the request
+    /// in progress. A device with nothing in progress drops them as shorter than a header. Without it
+    /// the next request would be joined to the probe's head and lost.
+    public static let flushWrite: [UInt8] = [0, 0]
 
     /// What an answer says about reassembly: true for the echo, false for rc 9 (ECORRUPT), nil when
     /// `packet` is not the answer to the reassembly request.

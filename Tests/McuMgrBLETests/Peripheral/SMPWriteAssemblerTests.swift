@@ -63,4 +63,27 @@ struct SMPWriteAssemblerTests {
         let next = Self.request(sequence: 7, payload: 10)
         #expect(small.take(next) == [.request(next)])
     }
+
+    /// BlueZ with EATT sends the reassembly probe's one-byte tail ahead of its head: the tail is dropped
+    /// (no header), the head waits for one more byte and would swallow the next request; the flush write
+    /// that follows an unanswered probe ends it, and does no harm when the pieces came in order.
+    @Test(arguments: [false, true])
+    func theFlushAfterAnUnansweredProbeKeepsTheNextRequest(_ reordered: Bool) {
+        let probe = BLEDeviceProbe.reassemblyRequest(maximumWriteLength: 509)
+        let pieces = BLEFramingCodec(maximumWriteLength: 509).encode(probe)
+        #expect(pieces.map(\.count) == [509, 1])
+        let next = Self.request(sequence: 7, payload: 10)
+
+        var without = SMPWriteAssembler(reassembly: true, bufferSize: 2475)
+        _ = without.take(pieces[1])
+        _ = without.take(pieces[0])
+        #expect(without.take(next).allSatisfy { if case .dropped = $0 { true } else { false } }, "the head swallows the next request")
+
+        var assembler = SMPWriteAssembler(reassembly: true, bufferSize: 2475)
+        let arrived = reordered ? [pieces[1], pieces[0]] : pieces
+        let outcomes = arrived.flatMap { assembler.take($0) }
+        #expect(outcomes.contains(.request(probe)) == !reordered)
+        #expect(assembler.take(BLEDeviceProbe.flushWrite).allSatisfy { if case .dropped = $0 { true } else { false } })
+        #expect(assembler.take(next) == [.request(next)])
+    }
 }

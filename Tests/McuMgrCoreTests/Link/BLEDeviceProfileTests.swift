@@ -28,6 +28,12 @@ struct BLEDeviceProfileTests {
         let unknown = BLEDeviceProfile()
         #expect(unknown.refusal(packetSize: 5000, maximumWriteLength: 244, assumeReassembly: true) == nil)
         #expect(unknown.refusal(packetSize: 245, maximumWriteLength: 244, assumeReassembly: false)?.contains("reassembly=off") == true)
+        // Pieces that went unanswered: the link is to blame, and the message says how to fix it.
+        let reordered = BLEDeviceProfile(bufferSize: 2475, bufferCount: 4, reassembles: false, piecesArriveOutOfOrder: true)
+        #expect(reordered.refusal(packetSize: 509, maximumWriteLength: 509, assumeReassembly: true) == nil)
+        let eatt = reordered.refusal(packetSize: 510, maximumWriteLength: 509, assumeReassembly: true) ?? ""
+        #expect(eatt.contains("510-byte request") && eatt.contains("509-byte Bluetooth write") && eatt.contains("do not reach this device whole"), "\(eatt)")
+        #expect(eatt.contains("EATT") && eatt.contains("Channels = 1") && !eatt.contains("REASSEMBLY"), "\(eatt)")
     }
 
     @Test func theProbeRunsOnlyWhenTheBufferHoldsMoreThanOneWrite() {
