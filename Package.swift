@@ -102,8 +102,9 @@ let package = Package(
             ],
             linkerSettings: executableLinkerSettings
         ),
-        // Helpers shared by the test targets (locating the Python reference implementations).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Helpers shared by the test targets (locating the Python reference implementations, the
+        // framing verifier).
+        .target(name: "TestSupport", dependencies: ["McuMgrCore"], path: "Tests/TestSupport"),
         .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "McuManagerTests",
