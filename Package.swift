@@ -109,8 +109,11 @@ let package = Package(
         .testTarget(
             name: "McuManagerTests",
             dependencies: [
-                "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrSimulator", "TestSupport",
+                "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrSimulator", "TestSupport",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "EndToEndTests",
