@@ -102,14 +102,18 @@ let package = Package(
             ],
             linkerSettings: executableLinkerSettings
         ),
-        // Helpers shared by the test targets (locating the Python reference implementations).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Helpers shared by the test targets (locating the Python reference implementations, the
+        // framing verifier).
+        .target(name: "TestSupport", dependencies: ["McuMgrCore"], path: "Tests/TestSupport"),
         .testTarget(name: "McuMgrCoreTests", dependencies: ["McuMgrCore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "McuManagerTests",
             dependencies: [
-                "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrSimulator", "TestSupport",
+                "McuManager", "McuMgrCore", "McuMgrSerial", "McuMgrUDP", "McuMgrSimulator", "TestSupport",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "EndToEndTests",

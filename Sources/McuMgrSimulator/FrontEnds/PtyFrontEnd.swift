@@ -240,8 +240,9 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
     private let onDrop: (@Sendable (String) -> Void)?
     /// Console framing: the frame's length and CRC share the SMP buffer with the packet.
     private let consoleFraming: Bool
-    /// The origin of the device's ticks.
-    private let start = NIODeadline.now()
+    /// The origin of the device's ticks: when the handler joined its channel. Every time is read from
+    /// the channel's event loop (the wall clock on a real one, virtual time in an `EmbeddedEventLoop`).
+    private var start = NIODeadline.uptimeNanoseconds(0)
     /// The release time a task is scheduled for, if any.
     private var scheduledRelease: UInt64?
     private var faults: FaultPlan?
@@ -265,6 +266,10 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
         self.onDrop = onDrop
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        start = context.eventLoop.now
+    }
+
     /// Nanoseconds since the handler started (the device's tick clock).
     private func elapsed(_ deadline: NIODeadline) -> UInt64 {
         deadline > start ? UInt64(deadline.uptimeNanoseconds - start.uptimeNanoseconds) : 0
@@ -277,7 +282,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             if consoleFraming, faults!.profile.lineLoss > 0 { bytes = keptLines(bytes) }
             if bytes.isEmpty { return }
         }
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         let arrival = emulation.arrival(of: bytes.count, now: now)
         if arrival <= now {
             process(bytes, context: context)
@@ -309,7 +314,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             decodeAndAnswer(bytes, context: context)
             return
         }
-        let now = elapsed(NIODeadline.now())
+        let now = elapsed(context.eventLoop.now)
         releaseLines(upTo: now, context: context)
         let drops = lineBuffers!.receive(bytes, at: now)
         if let onDrop { for drop in drops { onDrop(drop.description) } }
@@ -335,7 +340,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
         context.eventLoop.scheduleTask(deadline: start + .nanoseconds(Int64(clamping: next))) {
             let (handler, context) = loopBound.value
             if handler.scheduledRelease == next { handler.scheduledRelease = nil }
-            handler.releaseLines(upTo: handler.elapsed(NIODeadline.now()), context: context)
+            handler.releaseLines(upTo: handler.elapsed(context.eventLoop.now), context: context)
             handler.scheduleRelease(context: context)
         }
     }
@@ -377,7 +382,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
                 for unit in codec.encode(response) { encoded.writeBytes(unit) }
             }
             var buffer = encoded
-            let now = NIODeadline.now()
+            let now = context.eventLoop.now
             var ready = now
             // With line buffers the answer leaves on the device's next tick (round trips of 10-20 ms;
             // 14-23 ms measured on native_sim_serial).
@@ -408,7 +413,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
                     let (handler, context) = loopBound.value
                     guard handler.heldGeneration == generation, let bytes = handler.held else { return }
                     handler.held = nil
-                    handler.write(bytes, ready: NIODeadline.now(), context: context)
+                    handler.write(bytes, ready: context.eventLoop.now, context: context)
                 }
                 continue
             }
@@ -419,7 +424,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
 
     /// Writes an answer when the emulated wire has room for it after `ready`.
     private func write(_ buffer: ByteBuffer, ready: NIODeadline, context: ChannelHandlerContext) {
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         let departure = emulation.departure(of: buffer.readableBytes, now: ready)
         if departure <= now {
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)

@@ -87,7 +87,9 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
     private var queue: UDPReceiveQueue?
     private var pending: [AddressedEnvelope<ByteBuffer>] = []
     private var pumpScheduled: UInt64?
-    private let start = NIODeadline.now()
+    /// The origin of the device's ticks: when the handler joined its channel. Every time is read from
+    /// the channel's event loop (the wall clock on a real one, virtual time in an `EmbeddedEventLoop`).
+    private var start = NIODeadline.uptimeNanoseconds(0)
     private var faults: FaultPlan?
     /// An answer held back by the reordering fault until the next one leaves.
     private var held: AddressedEnvelope<ByteBuffer>?
@@ -102,8 +104,12 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
         self.queue = receiveQueue
     }
 
-    private func elapsed() -> UInt64 {
-        let now = NIODeadline.now()
+    func handlerAdded(context: ChannelHandlerContext) {
+        start = context.eventLoop.now
+    }
+
+    private func elapsed(_ context: ChannelHandlerContext) -> UInt64 {
+        let now = context.eventLoop.now
         return now > start ? UInt64(now.uptimeNanoseconds - start.uptimeNanoseconds) : 0
     }
 
@@ -131,7 +137,7 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Takes queued datagrams as the device's receive thread would.
     private func pump(context: ChannelHandlerContext) {
         while !pending.isEmpty {
-            let now = elapsed()
+            let now = elapsed(context)
             switch queue!.take(at: now) {
             case .answer(let time):
                 let envelope = pending.removeFirst()

@@ -84,6 +84,10 @@ import TestSupport
         #expect(codec.encode([1, 255, 2, 255, 255, 13, 10, 0]) == [1, 255, 255, 2, 255, 255, 255, 255, 13, 10, 0])
         #expect(codec.decode([1, 255, 255, 2, 13, 0, 10]).data == [1, 255, 2, 13, 0, 10], "binary: CR NUL stays")
         #expect(codec.encode([]) == [])
+        // Random data with every byte value: well-formed Telnet that carries exactly the data.
+        var random = SplitMix64(seed: 0xFF)
+        let data = random.bytes(4000) + [255, 255, 13, 0, 13, 10, 255]
+        FramingCodecVerifier.verifyTelnet(codec.encode(data), carrying: data, binary: true, commands: [])
     }
 
     @Test func otherCommandsAreStripped() {
@@ -156,6 +160,10 @@ import TestSupport
         #expect(codec.decode([0, 0x65]).data == [0x65])
         // CR then IAC IAC: the 0xFF is data.
         #expect(codec.decode([13, 255, 255]).data == [13, 255])
+        // Random data with every byte value: well-formed NVT (no CR without NUL or LF after it).
+        var random = SplitMix64(seed: 0x0D)
+        let data = random.bytes(4000) + [13, 13, 10, 13, 0, 255, 13]
+        FramingCodecVerifier.verifyTelnet(codec.encode(data), carrying: data, binary: false, commands: [])
     }
 
     @Test func subnegotiationsOfOtherOptionsAndNotificationsAreReported() {

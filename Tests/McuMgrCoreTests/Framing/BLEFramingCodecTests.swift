@@ -32,6 +32,7 @@ struct BLEFramingCodecTests {
             #expect(writes.last.map { (1...(mtu - 3)).contains($0.count) } == true)
             #expect(writes.count == codec.fragmentCount(ofPacket: packet.count))
             #expect(codec.encodedSize(ofPacket: packet.count) == packet.count)
+            FramingCodecVerifier.verifyBLEWrites(writes, carrying: [packet], maximumWriteLength: mtu - 3)
         }
     }
 
@@ -42,8 +43,10 @@ struct BLEFramingCodecTests {
         // Pipelined responses: each packet fragmented on its own, then all sent back to back.
         let packets = (0..<12).map { Self.packet(Int(random.next(below: 1200)), sequence: UInt8($0), using: &random) }
         var receiver = BLEFramingCodec(maximumWriteLength: mtu - 3)
-        let events = Self.decode(packets.flatMap { codec.encode($0) }, with: &receiver)
+        let writes = packets.flatMap { codec.encode($0) }
+        let events = Self.decode(writes, with: &receiver)
         #expect(events == packets.map { .packet($0) })
+        FramingCodecVerifier.verifyBLEWrites(writes, carrying: packets, maximumWriteLength: mtu - 3)
     }
 
     @Test func notificationsSplitAtEveryBoundary() {

@@ -1,15 +1,16 @@
 import McuMgrCore
 import Testing
-import TestSupport
 
 /// Checks that a link decoder's output does not depend on how its input is split, in the manner of
-/// SwiftNIO's `ByteToMessageDecoderVerifier`.
-enum FramingCodecVerifier {
+/// SwiftNIO's `ByteToMessageDecoderVerifier`; `verifySplits` does the same for anything that takes a
+/// byte stream in reads (a channel handler in an `EmbeddedChannel`). `verifyBLEWrites` and
+/// `verifyTelnet` check what a sender put on a Bluetooth LE or Telnet (RFC 2217) link.
+public enum FramingCodecVerifier {
     /// Feeds `input` to fresh codecs whole, byte by byte, and in `randomSplits` random splits (seeded,
     /// so a failure reproduces), and to one codec reused after `reset()`. Records an issue unless every
     /// way yields the same events, and `expected` if given. Returns the events of the whole feed.
     @discardableResult
-    static func verifyStream<Codec: SMPFramingCodec>(
+    public static func verifyStream<Codec: SMPFramingCodec>(
         _ makeCodec: () -> Codec,
         input: [UInt8],
         expected: [SMPFramingEvent]? = nil,
@@ -54,7 +55,7 @@ enum FramingCodecVerifier {
     /// with one codec reset between datagrams; records an issue unless all agree (and match
     /// `expected`, if given). Returns the events in order.
     @discardableResult
-    static func verifyDatagrams<Codec: SMPFramingCodec>(
+    public static func verifyDatagrams<Codec: SMPFramingCodec>(
         _ makeCodec: () -> Codec,
         datagrams: [[UInt8]],
         expected: [SMPFramingEvent]? = nil,
@@ -82,19 +83,19 @@ enum FramingCodecVerifier {
         return fresh
     }
 
-    static func feed<Codec: SMPFramingCodec>(_ codec: Codec, chunks: [[UInt8]]) -> [SMPFramingEvent] {
+    public static func feed<Codec: SMPFramingCodec>(_ codec: Codec, chunks: [[UInt8]]) -> [SMPFramingEvent] {
         var codec = codec
         return feed(&codec, chunks: chunks)
     }
 
-    static func feed<Codec: SMPFramingCodec>(_ codec: inout Codec, chunks: [[UInt8]]) -> [SMPFramingEvent] {
+    public static func feed<Codec: SMPFramingCodec>(_ codec: inout Codec, chunks: [[UInt8]]) -> [SMPFramingEvent] {
         var events: [SMPFramingEvent] = []
         for chunk in chunks { events += codec.decode(chunk) }
         return events
     }
 
     /// Cuts `input` at random points, sometimes finely, with an occasional empty chunk.
-    static func randomChunks(of input: [UInt8], using random: inout SplitMix64) -> [[UInt8]] {
+    public static func randomChunks(of input: [UInt8], using random: inout SplitMix64) -> [[UInt8]] {
         var chunks: [[UInt8]] = []
         var start = 0
         let fine = random.next(below: 4) == 0
@@ -110,7 +111,7 @@ enum FramingCodecVerifier {
     }
 
     /// A short account of where two event lists first differ (packets can be large).
-    static func difference(_ actual: [SMPFramingEvent], _ expected: [SMPFramingEvent]) -> String {
+    public static func difference(_ actual: [SMPFramingEvent], _ expected: [SMPFramingEvent]) -> String {
         if actual == expected { return "same" }
         let index = zip(actual, expected).prefix { $0 == $1 }.count
         func show(_ events: [SMPFramingEvent], _ at: Int) -> String {
@@ -121,7 +122,7 @@ enum FramingCodecVerifier {
             + "\(show(actual, index)) vs \(show(expected, index))"
     }
 
-    static func summary(_ event: SMPFramingEvent) -> String {
+    public static func summary(_ event: SMPFramingEvent) -> String {
         switch event {
         case .packet(let bytes):
             let head = bytes.prefix(12).map { String($0, radix: 16) }.joined(separator: " ")
