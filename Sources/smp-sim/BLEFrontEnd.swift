@@ -7,6 +7,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ArgumentParser
 import Logging
 import McuMgrBLE
 import McuMgrCore
@@ -26,14 +27,14 @@ final class BLEFrontEnd: Sendable {
     ///   serial-only faults.
     init(
         device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, reassembly: Bool = true,
-        latency: Duration, faults: FaultProfile = FaultProfile()
+        security: SMPGattPeripheral.Configuration.Security = .open, latency: Duration, faults: FaultProfile = FaultProfile()
     ) {
         self.device = device
         let plan = faults.isEmpty ? nil : LockedFaultPlan(FaultPlan(faults))
         self.peripheral = SMPGattPeripheral(
             configuration: .init(
                 adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency,
-                reassembly: reassembly, bufferSize: device.configuration.bufferSize),
+                reassembly: reassembly, bufferSize: device.configuration.bufferSize, security: security),
             logger: BLEFrontEnd.logger
         ) { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
@@ -74,7 +75,7 @@ final class BLEFrontEnd: Sendable {
         let configuration = peripheral.configuration
         return "ble \(adapter.name) \(adapter.address ?? "?") name \(configuration.localName) mtu \(configuration.attMTU)"
             + " buffer \(configuration.bufferSize)" + (configuration.reassembly ? "" : " no-reassembly")
-            + (configuration.acquire ? "" : " no-acquire")
+            + (configuration.acquire ? "" : " no-acquire") + (configuration.security == .open ? "" : " security \(configuration.security.rawValue)")
     }
 
     func stop() async {
@@ -116,3 +117,5 @@ final class LockedFaultPlan: @unchecked Sendable {
     func request(_ packet: [UInt8]) -> FaultPlan.RequestFate { lock.withLock { plan.request(packet) } }
     func answer() -> FaultPlan.AnswerFate { lock.withLock { plan.answer() } }
 }
+
+extension SMPGattPeripheral.Configuration.Security: ExpressibleByArgument {}

@@ -10,6 +10,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import McuManager
+import McuMgrBLE
 import McuMgrCore
 import McuMgrSimulator
 import NIOCore
@@ -157,6 +158,9 @@ struct SMPSim: AsyncParsableCommand {
 
     @Flag(help: "The BLE peripheral takes every write as whole requests, as Zephyr without CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY does: a request split over writes is answered with rc 9 (ECORRUPT).")
     var bleNoReassembly = false
+
+    @Option(help: ArgumentHelp("What the BLE peripheral's SMP characteristic asks of the link, as Zephyr's CONFIG_MCUMGR_TRANSPORT_BT_PERM_RW / _RW_ENCRYPT / _RW_AUTHEN: open, encrypt (a paired, encrypted link) or authenticated (pairing with MITM protection, e.g. a passkey).", valueName: "security"))
+    var bleSecurity: SMPGattPeripheral.Configuration.Security = .open
 
     @Option(help: ArgumentHelp("Inject seeded link faults on every front end, e.g. loss=0.1,dup=0.02,reorder=0.02,corrupt=1e-4,noise=0.05,seed=7 (keys below).", valueName: "faults"))
     var faults: String?
@@ -330,7 +334,7 @@ struct SMPSim: AsyncParsableCommand {
         if let ble {
             let frontEnd = BLEFrontEnd(
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
-                reassembly: !bleNoReassembly, latency: .milliseconds(latency), faults: faultProfile)
+                reassembly: !bleNoReassembly, security: bleSecurity, latency: .milliseconds(latency), faults: faultProfile)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(line)

@@ -398,13 +398,20 @@ public actor McuMgrClient {
         rearmTimer()
     }
 
+    /// Data that arrived on this link since it opened but did not join into answers: what was last
+    /// dropped and, where the transport knows, why (e.g. notifications reordered over EATT); nil when
+    /// nothing was. Errors about missing answers add it.
+    public var unusableData: String? {
+        guard let lastDrop else { return nil }
+        return "data did arrive but was unusable (\(lastDrop))" + (((transport as? any McuMgrLinkAdvising)?.unusableDataHint).map { ": \($0)" } ?? "")
+    }
+
     private func mapError(_ error: SMPSessionError, operation: String) -> McuMgrError {
         switch error {
         case .timeout:
             var message = "\(transport.name) did not answer \(operation): \(error)."
-            if let lastDrop {
-                message += " Data did arrive but was unusable (\(lastDrop))"
-                message += ((transport as? any McuMgrLinkAdvising)?.unusableDataHint).map { ": \($0)." } ?? "."
+            if let unusable = unusableData {
+                message += " D\(unusable.dropFirst())."
             } else {
                 message +=
                     " Check that the device is connected and powered, runs firmware with SMP enabled, and that the device URI is right; raise --timeout for slow operations."

@@ -254,9 +254,10 @@ public struct FileSystemManager: Sendable {
                         "file download of \(remote) did not finish within \(Self.seconds(deadline)) (\(offset) of \(total.map(String.init) ?? "?") bytes); raise the deadline or check the link")
                 }
                 if now - lastData >= configuration.stallTimeout {
+                    let unusable = await client.unusableData.map { "; \($0)" } ?? "; check the device and the link, then retry"
                     throw McuMgrError(
                         .timeout,
-                        "file download of \(remote) stalled: no data for \(Self.seconds(configuration.stallTimeout)) at offset \(offset) of \(total.map(String.init) ?? "?"); check the device and the link, then retry")
+                        "file download of \(remote) stalled: no data for \(Self.seconds(configuration.stallTimeout)) at offset \(offset) of \(total.map(String.init) ?? "?")\(unusable)")
                 }
                 var timeout = min(client.configuration.timeout, configuration.stallTimeout - (now - lastData))
                 if let deadline = configuration.deadline { timeout = min(timeout, deadline - (now - started)) }

@@ -25,6 +25,25 @@ import McuMgrDBus
 public final class SMPGattPeripheral: @unchecked Sendable {
     /// Peripheral settings.
     public struct Configuration: Sendable {
+        /// What the SMP characteristic asks of the link, as Zephyr's `CONFIG_MCUMGR_TRANSPORT_BT_PERM_*`.
+        public enum Security: String, Sendable, CaseIterable {
+            /// `PERM_RW`: anyone may write and subscribe.
+            case open
+            /// `PERM_RW_ENCRYPT`: an encrypted link (any pairing).
+            case encrypt
+            /// `PERM_RW_AUTHEN`: an encrypted link from authenticated (MITM-protected) pairing.
+            case authenticated
+
+            /// BlueZ's characteristic flags for it.
+            var flags: [String] {
+                switch self {
+                case .open: ["write-without-response", "notify"]
+                case .encrypt: ["write-without-response", "notify", "encrypt-write", "encrypt-notify"]
+                case .authenticated: ["write-without-response", "notify", "encrypt-authenticated-write", "encrypt-authenticated-notify"]
+                }
+            }
+        }
+
         /// The adapter to serve on (`hci1`).
         public var adapter: String
         /// The advertised name.
@@ -45,12 +64,16 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         public var reassembly: Bool
         /// The SMP buffer (header included): a longer request is dropped without an answer.
         public var bufferSize: Int
+        /// What the characteristic asks of the link.
+        public var security: Security
 
         public init(
             adapter: String, localName: String = "smp-sim", attMTU: Int = 247, acquire: Bool = true,
             busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral",
-            responseDelay: Duration = .zero, reassembly: Bool = true, bufferSize: Int = BLEFramingCodec.defaultMaximumPacketSize
+            responseDelay: Duration = .zero, reassembly: Bool = true, bufferSize: Int = BLEFramingCodec.defaultMaximumPacketSize,
+            security: Security = .open
         ) {
+            self.security = security
             self.responseDelay = responseDelay
             self.reassembly = reassembly
             self.bufferSize = bufferSize
@@ -110,7 +133,7 @@ public final class SMPGattPeripheral: @unchecked Sendable {
             let characteristic = SMPCharacteristicObject(
                 connection: connection, path: characteristicPath, servicePath: servicePath,
                 attMTU: configuration.attMTU, acquire: configuration.acquire, responseDelay: configuration.responseDelay,
-                assembler: SMPWriteAssembler(reassembly: configuration.reassembly, bufferSize: configuration.bufferSize),
+                flags: configuration.security.flags, assembler: SMPWriteAssembler(reassembly: configuration.reassembly, bufferSize: configuration.bufferSize),
                 logger: logger, handler: handler)
             try connection.exportObjectManager(at: configuration.applicationPath)
             try connection.export(SMPServiceObject(), at: servicePath)
@@ -256,6 +279,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private let attMTU: Int
     private let acquire: Bool
     private let responseDelay: Duration
+    private let flags: [String]
     private let delayQueue = DispatchQueue(label: "smp peripheral answers")
     private let logger: Logger
     private let handler: SMPGattPeripheral.RequestHandler
@@ -275,8 +299,10 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
 
     init(
         connection: DBusConnection, path: DBusObjectPath, servicePath: DBusObjectPath, attMTU: Int, acquire: Bool,
-        responseDelay: Duration, assembler: SMPWriteAssembler, logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
+        responseDelay: Duration, flags: [String] = SMPGattPeripheral.Configuration.Security.open.flags, assembler: SMPWriteAssembler,
+        logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
     ) {
+        self.flags = flags
         self.responseDelay = responseDelay
         self.assembler = assembler
         self.connection = connection
@@ -293,7 +319,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
         defer { lock.unlock() }
         let properties: [String: DBusValue] = [
             "UUID": .string(SMPGattUUID.characteristic), "Service": .objectPath(servicePath),
-            "Flags": .strings(["write-without-response", "notify"]), "Value": .bytes(value),
+            "Flags": .strings(flags), "Value": .bytes(value),
             "Notifying": .boolean(notifying || notifySocket != nil), "MTU": .uint16(UInt16(attMTU)),
         ]
         // No WriteAcquired / NotifyAcquired: for a server their presence makes BlueZ move writes and

@@ -853,6 +853,9 @@ extension McuMgrBleTransport: McuMgrLinkAdvising {
 
     /// Notifications that do not join into packets were lost, cut short or reordered on the way.
     public var unusableDataHint: String? {
-        "the answer's notifications arrived cut short or out of order (a device that sends them faster than the link takes them, or over several EATT bearers at once); retry, and if it persists try acquire=off or a lower mtu= in the device URI"
+        if lock.withLock({ link?.profile.piecesArriveOutOfOrder }) == true {
+            return "answers longer than one notification arrive out of order on this link, as requests in pieces did (BlueZ spreads them over its EATT bearers); keep BlueZ to one ATT bearer: `Channels = 1` under [GATT] in /etc/bluetooth/main.conf, then `systemctl restart bluetooth`"
+        }
+        return "the answer's notifications arrived cut short or out of order (a device that sends them faster than the link takes them, or over several EATT bearers at once); retry, and if it persists try acquire=off or a lower mtu= in the device URI"
     }
 }
