@@ -250,6 +250,8 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
     /// An answer held back by the reordering fault until the next one leaves.
     private var held: ByteBuffer?
     private var heldGeneration = 0
+    /// When the device finishes the work (flash erases) of the last request that had some.
+    private var busyUntil: NIODeadline?
 
     init(
         device: SimulatedDevice, codec: any SMPFramingCodec, emulation: LinkEmulation,
@@ -361,7 +363,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
                     continue
                 }
             }
-            guard let response = device.handleUnlessRebooting(request) else { continue }
+            guard let (response, busy) = device.handleUnlessRebootingWithBusyTime(request) else { continue }
             var encoded = context.channel.allocator.buffer(capacity: response.count * 2)
             var fate = FaultPlan.AnswerFate.send(copies: 1, delay: .zero)
             if faults != nil {
@@ -383,6 +385,13 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             // 14-23 ms measured on native_sim_serial).
             if let lineBuffers {
                 ready = start + .nanoseconds(Int64(clamping: lineBuffers.nextTick(after: elapsed(now))))
+            }
+            // A device still working on an earlier request (serial recovery erasing flash) answers after it,
+            // and this request's own work (its erase) comes before its answer.
+            if let busyUntil, busyUntil > ready { ready = busyUntil }
+            if busy > .zero {
+                ready = ready + .nanoseconds(Int64(clamping: busy.nanosecondsClamped))
+                busyUntil = ready
             }
             answeredAt = ready
             switch fate {
