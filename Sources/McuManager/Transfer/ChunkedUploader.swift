@@ -213,7 +213,7 @@ struct UploadEngine: Sendable {
                 case .abandon(let chunk):
                     await abandon(chunk)
                 case .resendNow(let chunk):
-                    client.logger.debug("upload: offset \(chunk.offset) sent again at once: a later chunk's answer shows the device still waits for it")
+                    client.logger.debug("upload: offset \(chunk.offset) sent again at once as a new request (the device still waits for it, or its offset is to be asked after an error)")
                     await abandon(chunk)
                     try await submit(chunk)
                 case .progress(let confirmed):
