@@ -143,6 +143,9 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Bytes in one flash sector that MCUboot's serial recovery erases as an upload reaches it (default 4096).", valueName: "bytes"))
     var recoveryEraseSector: Int?
 
+    @Option(help: ArgumentHelp("Raw framing into serial recovery: bytes kept of what arrives while it erases (default 896: the serial adapter's 7 free 128-byte line buffers; the rest is dropped, as MCUboot's UART interrupt drops a byte it has no buffer for), or 'all'.", valueName: "bytes|all"))
+    var recoveryBusyRx: String?
+
     @Flag(help: "A reset removes the pty (and its --pty-link) while the device reboots and creates a fresh one after, like USB CDC re-enumeration.")
     var resetVanish = false
 
@@ -209,6 +212,9 @@ struct SMPSim: AsyncParsableCommand {
         if let recoveryEraseTime, !(0...60_000).contains(recoveryEraseTime) {
             throw ValidationError("--recovery-erase-time must be 0...60000 milliseconds")
         }
+        if let recoveryBusyRx, recoveryBusyRx != "all", (Int(recoveryBusyRx) ?? -1) < 0 {
+            throw ValidationError("--recovery-busy-rx must be a byte count or 'all'")
+        }
         if let recoveryEraseSector, recoveryEraseSector < 1 {
             throw ValidationError("--recovery-erase-sector must be at least 1 byte")
         }
@@ -262,6 +268,7 @@ struct SMPSim: AsyncParsableCommand {
         if let slotSize { configuration.imageSlotSize = slotSize }
         if let recoveryEraseTime { configuration.bootloader.serialRecoveryEraseTime = .milliseconds(recoveryEraseTime) }
         if let recoveryEraseSector { configuration.bootloader.serialRecoveryEraseSectorSize = recoveryEraseSector }
+        if let recoveryBusyRx { configuration.bootloader.serialRecoveryBusyReceiveLimit = Int(recoveryBusyRx) }
         let faultProfile = try faults.map { try FaultProfile(parsing: $0) } ?? FaultProfile()
 
         var stops: [@Sendable () async -> Void] = []

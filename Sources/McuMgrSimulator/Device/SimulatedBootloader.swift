@@ -88,6 +88,10 @@ public struct SimulatedBootloader: Sendable, Hashable {
     /// whatever arrives meanwhile waits (the bootloader does one thing at a time). Default: a sector-erasing
     /// chunk took 376 ms on MCUboot's raw serial recovery (issue 22). Zero: no delay.
     public var serialRecoveryEraseTime: Duration = .milliseconds(376)
+    /// Raw framing: the bytes serial recovery's UART adapter stores while the bootloader erases (its free
+    /// line buffers: 7 of `CONFIG_BOOT_LINE_BUFS` 8 x 128 bytes, one being held by the bootloader); it drops
+    /// what arrives beyond them until the erase ends. nil: nothing is dropped.
+    public var serialRecoveryBusyReceiveLimit: Int? = 7 * 128
 
     /// Creates a bootloader.
     public init(
