@@ -138,6 +138,15 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds (fractional) the device stays silent after a reset that swaps images or installs an update.", valueName: "seconds"))
     var swapTime: Double = 0
 
+    @Option(help: ArgumentHelp("Milliseconds MCUboot's serial recovery spends erasing one flash sector before it answers the chunk that reaches it (default 376, as measured on MCUboot's raw serial recovery; 0: no erase delay).", valueName: "ms"))
+    var recoveryEraseTime: Int?
+
+    @Option(help: ArgumentHelp("Bytes in one flash sector that MCUboot's serial recovery erases as an upload reaches it (default 4096).", valueName: "bytes"))
+    var recoveryEraseSector: Int?
+
+    @Option(help: ArgumentHelp("Raw framing into serial recovery: bytes kept of what arrives while it erases (default 896: the serial adapter's 7 free 128-byte line buffers; the rest is dropped, as MCUboot's UART interrupt drops a byte it has no buffer for), or 'all'.", valueName: "bytes|all"))
+    var recoveryBusyRx: String?
+
     @Flag(help: "A reset removes the pty (and its --pty-link) while the device reboots and creates a fresh one after, like USB CDC re-enumeration.")
     var resetVanish = false
 
@@ -204,6 +213,15 @@ struct SMPSim: AsyncParsableCommand {
             throw ValidationError(
                 "--bootloader-mode must be one of " + SimulatedBootloader.Mode.names.joined(separator: ", "))
         }
+        if let recoveryEraseTime, !(0...60_000).contains(recoveryEraseTime) {
+            throw ValidationError("--recovery-erase-time must be 0...60000 milliseconds")
+        }
+        if let recoveryBusyRx, recoveryBusyRx != "all", (Int(recoveryBusyRx) ?? -1) < 0 {
+            throw ValidationError("--recovery-busy-rx must be a byte count or 'all'")
+        }
+        if let recoveryEraseSector, recoveryEraseSector < 1 {
+            throw ValidationError("--recovery-erase-sector must be at least 1 byte")
+        }
         guard swapTime >= 0, swapTime <= 3600 else { throw ValidationError("--swap-time must be 0...3600 seconds") }
         if resetVanish && ptyLink == nil && !pty { throw ValidationError("--reset-vanish needs --pty or --pty-link") }
         for endpoint in udp {
@@ -252,6 +270,9 @@ struct SMPSim: AsyncParsableCommand {
         if suit { configuration.suit = SimulatedSUITConfiguration() }
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
         if let slotSize { configuration.imageSlotSize = slotSize }
+        if let recoveryEraseTime { configuration.bootloader.serialRecoveryEraseTime = .milliseconds(recoveryEraseTime) }
+        if let recoveryEraseSector { configuration.bootloader.serialRecoveryEraseSectorSize = recoveryEraseSector }
+        if let recoveryBusyRx { configuration.bootloader.serialRecoveryBusyReceiveLimit = Int(recoveryBusyRx) }
         let faultProfile = try faults.map { try FaultProfile(parsing: $0) } ?? FaultProfile()
 
         var stops: [@Sendable () async -> Void] = []

@@ -30,6 +30,28 @@ import Glibc
     }
 }
 
+/// MCUboot's raw (unencoded) serial recovery with its sector erases (issue 22): `smp dfu` with default options
+/// must succeed although each chunk that reaches a new 4 KiB sector keeps the bootloader busy (376 ms by
+/// default, as measured; 2.5 s outlasts even the erase floor, so copies are sent and answered as boot_serial.c
+/// answers them).
+@Suite(.serialized) struct RawSerialRecoveryEraseTests {
+    @Test("smp dfu through raw framing into smp-sim's MCUboot recovery with sector erase delays: the app runs the upload", arguments: [nil, 2500] as [Int?])
+    func rawRecoveryWithEraseDelays(eraseMilliseconds: Int?) async throws {
+        let erase = eraseMilliseconds.map { ["--recovery-erase-time", "\($0)"] } ?? []
+        try await withDFUSimulator(.serial, extraArguments: ["--like", "mps2_recovery", "--framing", "raw"] + erase) { session in
+            let device = session.sim.serialURI + "?framing=raw"
+            let image = try DFUPackages.image(version: (2, 0, 0), size: 20 * 1024, seed: 43)
+            let package = try DFUPackages.write(image.data, "app.bin", in: session.directory)
+            let run = try await ProcessRunner.run(TestEnvironment.smp, ["--device", device, "--json", "dfu", package], timeout: 180)
+            expectSuccess(run)
+            let result = try #require(dfuResult(run))
+            #expect(result["serial_recovery"] as? Bool == true, "\(run)")
+            let list = expectSuccess(try await ProcessRunner.run(TestEnvironment.smp, ["--device", device, "--json", "image", "list"], timeout: 60))
+            #expect(list.stdout.contains(hex(image.hash)) && list.stdout.contains("\"active\":true"), "\(list)")
+        }
+    }
+}
+
 /// The real MCUboot (mps2-an385 under QEMU) with no application: serial recovery, as the firmware README
 /// describes. About 30 s (each request ~60 ms under QEMU).
 @Suite(

@@ -445,7 +445,7 @@ public actor FirmwareUpgradeManager {
                     .eraseSettings(await Self.catching { try await BasicManager(client: client).eraseStorage() })
                 }
             case .upload(let images, let depth, let bufferSize):
-                startUpload(images, depth: depth, bufferSize: bufferSize, &run)
+                startUpload(images, depth: depth, bufferSize: bufferSize, serialRecovery: machine.isSerialRecovery, &run)
             case .pauseUpload:
                 run.uploadControl?.pause()
             case .resumeUpload:
@@ -543,12 +543,14 @@ public actor FirmwareUpgradeManager {
         }
     }
 
-    private func startUpload(_ images: [FirmwareUpgradeImage], depth: Int, bufferSize: Int?, _ run: inout Run) {
+    private func startUpload(_ images: [FirmwareUpgradeImage], depth: Int, bufferSize: Int?, serialRecovery: Bool, _ run: inout Run) {
         let files = images.compactMap { image in run.images.first { Self.machineImage($0) == image } }
         var configuration = UploadConfiguration(
             pipelineDepth: depth, byteAlignment: run.configuration.byteAlignment,
             firstChunkTimeout: options.firstChunkTimeout, chunkTimeout: options.chunkTimeout)
         configuration.deviceBufferSize = run.configuration.reassemblyBufferSize ?? bufferSize
+        // MCUboot's serial recovery erases each sector when the upload reaches it.
+        configuration.everyChunkMayErase = serialRecovery
         let isSUIT = files.contains { $0.contentType != .mcubootImage }
         run.isSUIT = isSUIT
         let resources = run.resources

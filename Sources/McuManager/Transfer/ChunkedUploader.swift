@@ -163,8 +163,13 @@ struct UploadEngine: Sendable {
         let (answers, sink) = AsyncStream.makeStream(
             of: (SMPUploadPlanner.Chunk, Int, Result<SMPPacket, McuMgrError>).self)
         var pendingAnswers = answers.makeAsyncIterator()
-        var handles: [SMPUploadPlanner.Chunk: (handle: McuMgrRequestHandle, submission: Int)] = [:]
+        var handles: [SMPUploadPlanner.Chunk: (handle: McuMgrRequestHandle, submission: Int, resendsBefore: Int)] = [:]
         var submissions = 0
+        /// Chunks submitted more than once: a copy of each may still reach the device.
+        var submittedAgain: Set<SMPUploadPlanner.Chunk> = []
+        var submittedOnce: Set<SMPUploadPlanner.Chunk> = []
+        /// The device's error for the chunk the machine gave up on (`.rejected`).
+        var rejection: McuMgrError?
 
         func abandon(_ chunk: SMPUploadPlanner.Chunk) async {
             guard let entry = handles.removeValue(forKey: chunk) else { return }
@@ -177,16 +182,22 @@ struct UploadEngine: Sendable {
             // Chunks the link loses are resent after the measured round-trip timeout. The chunk at offset 0
             // may erase a slot for seconds: not resent within the transport's `eraseResendFloor` (a late
             // copy is harmless: the device answers it with its offset, or rewrites the same first bytes).
+            // MCUboot's serial recovery erases sector by sector as the upload reaches it: there every chunk
+            // may erase (`everyChunkMayErase`), and none is resent sooner than the floor either.
             let first = chunk.offset == 0
-            let eraseFloor = first && command.firstChunkMayErase ? client.transport.eraseResendFloor : nil
+            let mayErase = first ? command.firstChunkMayErase : configuration.everyChunkMayErase
+            let eraseFloor = mayErase ? client.transport.eraseResendFloor : nil
+            let timeout = first ? configuration.firstChunkTimeout : configuration.chunkTimeout
             submissions += 1
             let submission = submissions
+            if !submittedOnce.insert(chunk).inserted { submittedAgain.insert(chunk) }
+            let resendsBefore = client.resendCount
             let handle = try await client.submit(
                 operation: command.operation, group: command.group, command: command.command,
-                payload: payload, timeout: first ? configuration.firstChunkTimeout : configuration.chunkTimeout,
-                resendFloor: eraseFloor.map { min($0, configuration.firstChunkTimeout / 4) }, name: name
+                payload: payload, timeout: timeout,
+                resendFloor: eraseFloor.map { min($0, timeout / 4) }, name: name
             ) { result in sink.yield((chunk, submission, result)) }
-            handles[chunk] = (handle, submission)
+            handles[chunk] = (handle, submission, resendsBefore)
         }
 
         /// Runs the machine's actions; true once it says the upload is finished.
@@ -202,7 +213,7 @@ struct UploadEngine: Sendable {
                 case .abandon(let chunk):
                     await abandon(chunk)
                 case .resendNow(let chunk):
-                    client.logger.debug("upload: offset \(chunk.offset) sent again at once: a later chunk's answer shows the device still waits for it")
+                    client.logger.debug("upload: offset \(chunk.offset) sent again at once as a new request (the device still waits for it, or its offset is to be asked after an error)")
                     await abandon(chunk)
                     try await submit(chunk)
                 case .progress(let confirmed):
@@ -220,6 +231,7 @@ struct UploadEngine: Sendable {
                 case .finished:
                     finished = true
                 case .fail(let failure):
+                    if case .rejected = failure, let rejection { throw rejection }
                     switch failure {
                     case .lostInARow, .noAnswer:
                         throw McuMgrError(.timeout, (lastError.map { $0.message + " " } ?? "") + "\(name): \(failure).")
@@ -244,15 +256,16 @@ struct UploadEngine: Sendable {
                 if try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { break }
                 if machine.inFlightCount == 0 { continue }  // paused with nothing in flight
                 guard let (chunk, submission, result) = await pendingAnswers.next() else { throw CancellationError() }
-                guard handles[chunk]?.submission == submission else {
-                    // An answer to a request abandoned or replaced since: nothing waits for it, unless the
-                    // device reports a failure in it (a chunk sent again must not hide a failed write).
+                guard let entry = handles[chunk], entry.submission == submission else {
+                    // An answer to a request abandoned or replaced since: nothing waits for it. An error in it
+                    // answers a copy and never ends the transfer (the device's offset, from the request that
+                    // replaced it or a later chunk, decides; a failed write fails that request too).
                     if case .success(let packet) = result {
                         do {
                             _ = try deviceOffset(packet)
-                        } catch let error as McuMgrError where error.kind == .device && error.returnCode != .busy {
-                            throw error
-                        } catch {}
+                        } catch {
+                            client.logger.debug("upload: an answer to a replaced copy of offset \(chunk.offset) reports an error, ignored: \(error)")
+                        }
                     }
                     continue
                 }
@@ -268,6 +281,16 @@ struct UploadEngine: Sendable {
                         resendsSeen = resends
                     } catch let error as McuMgrError where error.returnCode == .busy {
                         actions = machine.busy(chunk)
+                    } catch let error as McuMgrError where error.kind == .device {
+                        // After a resend the error may answer a copy (a raw-framed duplicate that reached
+                        // MCUboot cut short while it erased): resynchronised from the device, never fatal.
+                        let afterResend = client.resendCount > entry.resendsBefore || submittedAgain.contains(chunk)
+                        resendsSeen = client.resendCount
+                        rejection = error
+                        if afterResend {
+                            client.logger.debug("upload: offset \(chunk.offset) rejected after a resend (\(error.message)); asking the device for its offset")
+                        }
+                        actions = machine.rejected(chunk, afterResend: afterResend)
                     }
                 case .failure(let error) where error.kind == .timeout:
                     lastError = error

@@ -25,6 +25,10 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// The device's SMP buffer size (`buf_size`, or a reassembly buffer to assume) when already known;
     /// nil asks the device (OS parameters). With `pipelineDepth` also set, no parameters query is sent.
     public var deviceBufferSize: Int? = nil
+    /// Every chunk may make the device erase flash before it answers (MCUboot's serial recovery erases
+    /// sector by sector as the upload reaches it, 376 ms measured under QEMU): no chunk is resent sooner
+    /// than the transport's `eraseResendFloor`, as the first chunk of an image never is.
+    public var everyChunkMayErase = false
 
     /// Creates a configuration.
     public init(

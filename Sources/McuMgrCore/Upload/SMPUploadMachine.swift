@@ -104,6 +104,9 @@ public struct SMPUploadMachine: Sendable {
         case busy(Chunk)
         /// Nothing in flight, nothing to send, and not complete (a planner invariant broke).
         case stalled(confirmed: Int, total: Int)
+        /// The device rejected this chunk (an error other than busy) when no copy of it could have confused
+        /// the device, or again after every resynchronisation: its own error says why.
+        case rejected(Chunk)
 
         public var description: String {
             switch self {
@@ -121,6 +124,8 @@ public struct SMPUploadMachine: Sendable {
                 return "the device stayed busy at offset \(chunk.offset); retry when it is idle"
             case .stalled(let confirmed, let total):
                 return "stalled at offset \(confirmed) of \(total); retry the upload"
+            case .rejected(let chunk):
+                return "the device rejected the chunk at offset \(chunk.offset)"
             }
         }
     }
@@ -139,6 +144,8 @@ public struct SMPUploadMachine: Sendable {
     private var consecutiveLosses = 0
     public private(set) var losses = 0
     private var answersWithoutProgress = 0
+    /// Rejections answered by a resynchronisation since the last clean answer.
+    private var consecutiveRejections = 0
     private var lastProgress: SMPInstant?
     private var failed = false
 
@@ -194,6 +201,7 @@ public struct SMPUploadMachine: Sendable {
             if deviceOffset > chunk.end, deviceOffset <= total { actions.append(.resumed(offset: deviceOffset)) }
         }
         consecutiveLosses = 0
+        consecutiveRejections = 0
         let before = planner.confirmedOffset
         var fastResend: Chunk?
         switch planner.acknowledge(chunk, deviceOffset: deviceOffset) {
@@ -239,6 +247,28 @@ public struct SMPUploadMachine: Sendable {
             return [.fail(.busy(chunk))]
         }
         return [.sendAgain(chunk, after: limits.busyRetryDelay)]
+    }
+
+    /// The device answered `chunk` with an error (not busy). `afterResend`: a copy of a request reached
+    /// or may have reached the device since the chunk was first sent (the session resent something, or
+    /// the chunk itself is a second submission). A duplicate can draw an error that says nothing about the
+    /// upload: MCUboot's serial recovery answers `rc 3` (EINVAL, no offset) to a request it could not
+    /// decode, which is what a raw-framed copy becomes when the bootloader drops part of it while it
+    /// erases a sector. Such an error never ends the transfer: the chunk is sent again as a new request,
+    /// whose answer carries the device's offset (MCUboot and Zephyr answer a chunk at an offset they do
+    /// not expect with the one they do), up to `maximumConsecutiveLosses` times in a row. Without a
+    /// resend the error is the device's verdict: the upload fails (`.rejected`).
+    public mutating func rejected(_ chunk: Chunk, afterResend: Bool) -> [Action] {
+        guard !failed else { return [] }
+        busyCounts[chunk] = nil
+        consecutiveRejections += 1
+        guard afterResend, consecutiveRejections <= limits.maximumConsecutiveLosses else {
+            failed = true
+            return [.fail(.rejected(chunk))]
+        }
+        // Sent again as a new request (still in flight for the planner); its answer resynchronises the offset.
+        fastResent.insert(chunk)
+        return [.resendNow(chunk)]
     }
 
     /// `chunk` got no answer within its timeout, after the session's resends: continue from the last

@@ -19,6 +19,11 @@ struct DeviceState: Sendable {
     var now: SMPInstant = .zero
     /// A reset requested by the request being handled; run after its response is built.
     var requestedReset: (reason: SimulatedResetEvent.Reason, bootMode: UInt64?)?
+    /// How long the device works on the packet just handled before it answers (serial recovery's flash
+    /// erases); whatever arrives meanwhile waits.
+    var busyTime: Duration = .zero
+    /// MCUboot serial recovery's upload state (its offset and erase progress).
+    var recoveryUpload: RecoveryUpload?
     /// What is running: the application, MCUboot serial recovery, or the firmware loader.
     var runMode: SimulatedRunMode = .application
     /// The SUIT side of a SUIT device.
@@ -208,6 +213,7 @@ struct DeviceState: Sendable {
         let bootloader = configuration.bootloader
         var swapped = false
         images.upload = nil
+        recoveryUpload = nil
         if suit != nil {
             swapped = suit!.boot()
             runMode = .application

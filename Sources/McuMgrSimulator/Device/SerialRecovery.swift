@@ -4,9 +4,11 @@ import McuMgrCore
 /// with `boot_mode` 1, until the next reset. Echo, console echo, reset, MCUmgr parameters (`buf_count` 1),
 /// image list (its answer has no `rc`) and upload; everything else `rc 8`. Uploads go to the primary slot of the `image` asked for,
 /// ignore `sha` and `upgrade`, and restart at every `off 0` (no resume). Answers always carry `rc`, never
-/// `err`; the version bits are echoed. Malformed requests get no answer at all.
+/// `err`; the version bits are echoed. Malformed requests get no answer at all. A chunk that reaches sectors
+/// not erased yet erases them first (`busyTime`).
 extension DeviceState {
     mutating func processRecovery(_ packet: [UInt8]) -> [[UInt8]] {
+        busyTime = .zero
         var responses: [[UInt8]] = []
         var start = 0
         while packet.count - start >= SMPHeader.size {
@@ -97,14 +99,29 @@ extension DeviceState {
             else { return rc(3) }
             images.pairs[image].slots[0] = ImageBank.Slot()
             images.upload = ImageBank.UploadSession(image: image, slot: 0, length: length, sha: [], data: data)
+            recoveryUpload = RecoveryUpload(length: length)
         } else {
+            // bs_upload keeps curr_off after the last chunk too: a chunk at any other offset (a duplicate, a
+            // late copy) is answered rc 0 with the offset it expects, and changes nothing.
             guard let session = images.upload, session.offset == offset else {
-                return rc(0) + .entries(["off": .unsigned(UInt64(images.upload?.offset ?? 0))])
+                return rc(0) + .entries(["off": .unsigned(UInt64(images.upload?.offset ?? recoveryUpload?.offset ?? 0))])
             }
             guard offset + data.count <= session.length else { return rc(3) }
             images.upload!.data.append(contentsOf: data)
         }
         let session = images.upload!
+        recoveryUpload?.offset = session.offset
+        if var progress = recoveryUpload, session.offset > 0 {
+            // Progressive erase: every sector up to the chunk's last byte not erased yet.
+            let sector = max(1, configuration.bootloader.serialRecoveryEraseSectorSize)
+            let needed = (session.offset - 1) / sector * sector + sector
+            if needed > progress.erasedUpTo {
+                let sectors = (needed - progress.erasedUpTo) / sector
+                busyTime += configuration.bootloader.serialRecoveryEraseTime * sectors
+                progress.erasedUpTo = needed
+                recoveryUpload = progress
+            }
+        }
         if session.offset == session.length {
             images.upload = nil
             // MCUboot checks the image only when it boots; an invalid one leaves the slot unusable.
@@ -116,4 +133,12 @@ extension DeviceState {
         // MCUboot's bs_upload encodes rc first, then off.
         return rc(0) + .entries(["off": .unsigned(UInt64(session.offset))])
     }
+}
+
+/// What MCUboot's `bs_upload` keeps between chunks: its offset (`curr_off`, kept after the last chunk) and
+/// where its progressive erase stopped (`not_yet_erased`).
+struct RecoveryUpload: Sendable {
+    var length: Int
+    var offset = 0
+    var erasedUpTo = 0
 }

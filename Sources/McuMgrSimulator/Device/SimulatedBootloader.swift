@@ -81,6 +81,17 @@ public struct SimulatedBootloader: Sendable, Hashable {
     /// Serial recovery answers MCUmgr parameters (`buf_size`, `buf_count` 1); otherwise `rc 8`, as the shared
     /// mps2_an385 MCUboot does.
     public var serialRecoveryParameters: Bool = true
+    /// Serial recovery erases flash progressively (`MCUBOOT_ERASE_PROGRESSIVELY`): before writing a chunk it
+    /// erases every sector of this size the chunk reaches that is not erased yet.
+    public var serialRecoveryEraseSectorSize: Int = 4096
+    /// How long erasing one sector takes; a chunk that erases is answered that much later per sector, and
+    /// whatever arrives meanwhile waits (the bootloader does one thing at a time). Default: a sector-erasing
+    /// chunk took 376 ms on MCUboot's raw serial recovery (issue 22). Zero: no delay.
+    public var serialRecoveryEraseTime: Duration = .milliseconds(376)
+    /// Raw framing: the bytes serial recovery's UART adapter stores while the bootloader erases (its free
+    /// line buffers: 7 of `CONFIG_BOOT_LINE_BUFS` 8 x 128 bytes, one being held by the bootloader); it drops
+    /// what arrives beyond them until the erase ends. nil: nothing is dropped.
+    public var serialRecoveryBusyReceiveLimit: Int? = 7 * 128
 
     /// Creates a bootloader.
     public init(

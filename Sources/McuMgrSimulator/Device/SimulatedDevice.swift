@@ -45,11 +45,21 @@ public final class SimulatedDevice: @unchecked Sendable {
 
     /// The responses to every request in a packet, one packet each, in order; empty when silent.
     public func responses(to request: [UInt8], now: SMPInstant? = nil) -> [[UInt8]] {
+        responsesAndBusyTime(to: request, now: now).responses
+    }
+
+    /// The responses to every request in a packet, and how long the device works on them before it answers
+    /// (MCUboot serial recovery erasing flash sectors; zero otherwise). A front end holds the answers, and
+    /// what arrives next, for that long.
+    public func responsesAndBusyTime(to request: [UInt8], now: SMPInstant? = nil) -> (responses: [[UInt8]], busy: Duration) {
         let instant = now ?? SystemClock.monotonicNow()
+        var busy = Duration.zero
         let (responses, event, observers): ([[UInt8]], SimulatedResetEvent?, [@Sendable (SimulatedResetEvent) -> Void]) =
             withState { state in
                 state.requestedReset = nil
+                state.busyTime = .zero
                 let responses = state.process(request, now: instant)
+                busy = state.busyTime
                 var event: SimulatedResetEvent?
                 if let reset = state.requestedReset {
                     state.requestedReset = nil
@@ -58,7 +68,7 @@ public final class SimulatedDevice: @unchecked Sendable {
                 return (responses, event, observersInOrder)
             }
         if let event { for observer in observers { observer(event) } }
-        return responses
+        return (responses, busy)
     }
 
     /// Reboots the device as if its power were cycled: MCUboot applies pending swaps or reverts.

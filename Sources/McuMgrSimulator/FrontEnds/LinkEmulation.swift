@@ -46,6 +46,15 @@ extension SimulatedDevice {
         return handle(request, now: now)
     }
 
+    /// The answer to a request and how long the device works on it first; nil while rebooting or silent.
+    func handleUnlessRebootingWithBusyTime(_ request: [UInt8]) -> (response: [UInt8], busy: Duration)? {
+        let now = SystemClock.monotonicNow()
+        guard !isRebooting(at: now) else { return nil }
+        let (responses, busy) = responsesAndBusyTime(to: request, now: now)
+        guard !responses.isEmpty else { return nil }
+        return (responses.count == 1 ? responses[0] : Array(responses.joined()), busy)
+    }
+
     /// The responses to the requests in a datagram, one datagram each; none while rebooting.
     func responsesUnlessRebooting(_ packet: [UInt8]) -> [[UInt8]] {
         let now = SystemClock.monotonicNow()

@@ -251,6 +251,10 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
     /// An answer held back by the reordering fault until the next one leaves.
     private var held: ByteBuffer?
     private var heldGeneration = 0
+    /// When the device finishes the work (flash erases) of the last request that had some.
+    private var busyUntil: NIODeadline?
+    /// Raw framing into MCUboot's serial recovery: its own way of taking packets (`RecoveryRawInput`).
+    private var recoveryInput: RecoveryRawInput?
 
     init(
         device: SimulatedDevice, codec: any SMPFramingCodec, emulation: LinkEmulation,
@@ -345,12 +349,31 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+    /// The whole requests in `bytes`: through the framing codec, or, for raw framing into MCUboot's serial
+    /// recovery, as the bootloader takes them (`RecoveryRawInput`).
+    private func requests(in bytes: [UInt8]) -> [[UInt8]] {
+        guard !consoleFraming, device.runMode == .serialRecovery else {
+            recoveryInput = nil
+            return codec.decode(bytes).compactMap { event in
+                if case .packet(let request) = event { return request }
+                return nil
+            }
+        }
+        if recoveryInput == nil {
+            let bootloader = device.configuration.bootloader
+            recoveryInput = RecoveryRawInput(
+                bufferSize: bootloader.serialRecoveryBufferSize, busyCapacity: bootloader.serialRecoveryBusyReceiveLimit)
+        }
+        let now = NIODeadline.now()
+        func instant(_ deadline: NIODeadline) -> SMPInstant { SMPInstant(nanoseconds: deadline.uptimeNanoseconds) }
+        return recoveryInput!.receive(bytes, now: instant(now), busyUntil: busyUntil.map(instant))
+    }
+
     /// Decodes bytes, answers every request they complete; returns when the last answer leaves, if any.
     @discardableResult
     private func decodeAndAnswer(_ bytes: [UInt8], context: ChannelHandlerContext) -> NIODeadline? {
         var answeredAt: NIODeadline?
-        for event in codec.decode(bytes) {
-            guard case .packet(let request) = event else { continue }
+        for request in requests(in: bytes) {
             // uart_mcumgr reassembles a frame (length, packet, CRC) in one SMP buffer: a packet of more
             // than buf_size - 4 bytes is dropped (native_sim_serial_fs: 1024-byte packet, buf_size 1024).
             // MCUboot's serial recovery takes one byte more: packets of up to MCUBOOT_SERIAL_MAX_RECEIVE_SIZE
@@ -366,7 +389,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
                     continue
                 }
             }
-            guard let response = device.handleUnlessRebooting(request) else { continue }
+            guard let (response, busy) = device.handleUnlessRebootingWithBusyTime(request) else { continue }
             var encoded = context.channel.allocator.buffer(capacity: response.count * 2)
             var fate = FaultPlan.AnswerFate.send(copies: 1, delay: .zero)
             if faults != nil {
@@ -388,6 +411,13 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             // 14-23 ms measured on native_sim_serial).
             if let lineBuffers {
                 ready = start + .nanoseconds(Int64(clamping: lineBuffers.nextTick(after: elapsed(now))))
+            }
+            // A device still working on an earlier request (serial recovery erasing flash) answers after it,
+            // and this request's own work (its erase) comes before its answer.
+            if let busyUntil, busyUntil > ready { ready = busyUntil }
+            if busy > .zero {
+                ready = ready + .nanoseconds(Int64(clamping: busy.nanosecondsClamped))
+                busyUntil = ready
             }
             answeredAt = ready
             switch fate {

@@ -103,6 +103,53 @@ import Testing
         #expect(!m.isComplete)
     }
 
+    /// Issue 22, measured on MCUboot's raw serial recovery: a chunk whose sector erase took longer than the
+    /// resend floor was sent twice, and an error came back (rc 3) where the device's offset was expected.
+    /// After a resend such an error answers a copy: the chunk goes again as a new request, and the device's
+    /// offset in that answer decides (here it already holds the chunk).
+    @Test func aChunksErrorAfterAResendIsResynchronisedFromTheDevice() {
+        var m = Self.machine(total: 300, depth: 1)
+        _ = m.fill()
+        _ = m.answered(Self.c(0, 100), deviceOffset: 100)
+        #expect(m.fill() == [.send(Self.c(100, 100))])
+        #expect(m.rejected(Self.c(100, 100), afterResend: true) == [.resendNow(Self.c(100, 100))])
+        #expect(m.fill() == [], "nothing else goes out before the device's offset is known")
+        // MCUboot answers a chunk at an offset it does not expect with the one it does: 200.
+        #expect(m.answered(Self.c(100, 100), deviceOffset: 200) == [.progress(confirmed: 200)])
+        #expect(m.fill() == [.send(Self.c(200, 100))])
+        #expect(m.answered(Self.c(200, 100), deviceOffset: 300) == [.progress(confirmed: 300)])
+        #expect(m.fill() == [.finished])
+    }
+
+    @Test func aResynchronisedChunkTheDeviceLackedIsWrittenThen() {
+        var m = Self.machine(total: 300, depth: 1)
+        _ = m.fill()
+        _ = m.answered(Self.c(0, 100), deviceOffset: 100)
+        _ = m.fill()
+        #expect(m.rejected(Self.c(100, 100), afterResend: true) == [.resendNow(Self.c(100, 100))])
+        #expect(m.answered(Self.c(100, 100), deviceOffset: 200) == [.progress(confirmed: 200)])
+        #expect(!m.isComplete)
+    }
+
+    @Test func anErrorWithoutAResendIsTheDevicesVerdict() {
+        var m = Self.machine(total: 300, depth: 1)
+        _ = m.fill()
+        _ = m.answered(Self.c(0, 100), deviceOffset: 100)
+        _ = m.fill()
+        #expect(m.rejected(Self.c(100, 100), afterResend: false) == [.fail(.rejected(Self.c(100, 100)))])
+        #expect(m.fill() == [])
+    }
+
+    @Test func errorsAfterResendsInARowEndTheUploadAtTheLossLimit() {
+        var m = Self.machine(total: 300, depth: 1, losses: 2)
+        _ = m.fill()
+        _ = m.answered(Self.c(0, 100), deviceOffset: 100)
+        _ = m.fill()
+        #expect(m.rejected(Self.c(100, 100), afterResend: true) == [.resendNow(Self.c(100, 100))])
+        #expect(m.rejected(Self.c(100, 100), afterResend: true) == [.resendNow(Self.c(100, 100))])
+        #expect(m.rejected(Self.c(100, 100), afterResend: true) == [.fail(.rejected(Self.c(100, 100)))])
+    }
+
     @Test func busyAnswersSendTheSameChunkAgainAfterAPauseUpToALimit() {
         var m = Self.machine(total: 300)
         _ = m.fill()

@@ -32,6 +32,51 @@ import Testing
         }
     }
 
+    /// MCUboot's serial recovery upload (boot_serial.c `bs_upload`, progressive erase): a chunk at the
+    /// offset it expects is written, after erasing each `sector` it reaches that is not erased yet (which
+    /// takes `eraseTime` per sector); a chunk at any other offset is answered `rc 0` with the expected
+    /// offset and changes nothing. `copyAnswer` replaces that answer for a copy of the request it
+    /// handled last (same sequence number), as measured in issue 22 (`rc 3`, no offset).
+    struct RecoveryDevice {
+        var bytes: [UInt8] = []
+        var erasedUpTo = 0
+        let sector: Int
+        let eraseTime: UInt64
+        var copyAnswer: CBOR?
+        var writes = 0
+        var erases = 0
+        var copies = 0
+        private var lastSequence: UInt8?
+
+        init(sector: Int, eraseTime: UInt64, copyAnswer: CBOR? = nil) {
+            self.sector = sector
+            self.eraseTime = eraseTime
+            self.copyAnswer = copyAnswer
+        }
+
+        /// The answer and how long the device works before it answers.
+        mutating func handle(_ request: SMPPacket) -> (CBOR, busy: UInt64) {
+            let copy = lastSequence == request.header.sequence
+            lastSequence = request.header.sequence
+            let body = try! CBOR(decoding: request.payload)
+            let offset = body["off"]!.int!
+            guard offset == bytes.count else {
+                if copy { copies += 1 }
+                return (copy ? copyAnswer ?? .textMap(["rc": 0, "off": .int(bytes.count)]) : .textMap(["rc": 0, "off": .int(bytes.count)]), 0)
+            }
+            writes += 1
+            bytes += body["data"]!.byteString!
+            var busy: UInt64 = 0
+            let needed = (bytes.count - 1) / sector * sector + sector
+            while erasedUpTo < needed {
+                erasedUpTo += sector
+                erases += 1
+                busy += eraseTime
+            }
+            return (.textMap(["rc": 0, "off": .int(bytes.count)]), busy)
+        }
+    }
+
     /// Zephyr's SMP UDP receive side (as `smp-sim --udp-queue zephyr` models it, measured on native_sim
     /// 4.4.0): a request holds two of the `buf_count` buffers until it is answered on the device's next
     /// 10 ms tick; a datagram read while no buffers are free is dropped, and nothing is read until the
@@ -66,12 +111,23 @@ import Testing
         enum Event {
             case atDevice([UInt8])
             case deviceAnswers(SMPPacket)
+            case answerReady(SMPPacket, CBOR)
             case atClient([UInt8])
         }
 
         var session: SMPSession
         var machine: SMPUploadMachine
         var device = FileDevice()
+        /// Set: the device is MCUboot's serial recovery, one request at a time, erasing as it goes.
+        var recovery: RecoveryDevice?
+        private var recoveryBusyUntil: UInt64 = 0
+        /// No chunk is resent sooner than this (the runner's erase floor); nil: the session's timeout.
+        var resendFloor: Duration?
+        /// Device errors handed to the machine (`rejected`).
+        var rejections = 0
+        private var resendsAtSubmit: [SMPRequestID: Int] = [:]
+        private var submitted: Set<SMPUploadMachine.Chunk> = []
+        private var submittedAgain: Set<SMPUploadMachine.Chunk> = []
         /// Nil: the device answers each request `answerDelay` after it arrives, however many are queued.
         var udp: ZephyrUDPQueue?
         var answerDelay = UploadTimingTests.ms(1)
@@ -135,12 +191,14 @@ import Testing
             let id = SMPRequestID(nextID)
             chunks[id] = chunk
             current[chunk] = id
+            resendsAtSubmit[id] = resends
+            if !submitted.insert(chunk).inserted { submittedAgain.insert(chunk) }
             let payload = CBOR.textMap([
                 "off": .int(chunk.offset), "data": .bytes(Array(data[chunk.offset..<chunk.offset + chunk.length])),
             ]).encoded
             runSession(session.submit(
                 id, operation: .write, group: .fileSystem, command: McuMgrCommand(0), payload: payload,
-                timeout: chunkTimeout, now: instant))
+                timeout: chunkTimeout, resendFloor: resendFloor, now: instant))
         }
 
         private mutating func abandon(_ chunk: SMPUploadMachine.Chunk) {
@@ -161,7 +219,14 @@ import Testing
                     guard let chunk = chunks.removeValue(forKey: id), current[chunk] == id else { continue }
                     current[chunk] = nil
                     let body = try! CBOR(decoding: packet.payload)
-                    let offset = body["off"]?.int ?? body["len"]!.int!
+                    guard let offset = body["off"]?.int ?? body["len"]?.int else {
+                        // A device error: the runner hands it to the machine with whether a copy may have caused it.
+                        rejections += 1
+                        let afterResend = resends > resendsAtSubmit[id, default: 0] || submittedAgain.contains(chunk)
+                        resendsSeen = resends
+                        runMachine(machine.rejected(chunk, afterResend: afterResend))
+                        continue
+                    }
                     let linkResent = resends > resendsSeen
                     resendsSeen = resends
                     runMachine(machine.answered(chunk, deviceOffset: offset, linkResent: linkResent, now: instant))
@@ -227,6 +292,15 @@ import Testing
             switch event {
             case .atDevice(let bytes):
                 let packet = try! SMPPacket(decoding: bytes)
+                if var device = recovery {
+                    // One request at a time: it waits for the erase before it, and its own comes before its answer.
+                    let start = max(now, recoveryBusyUntil)
+                    let (answer, busy) = device.handle(packet)
+                    recovery = device
+                    recoveryBusyUntil = start + answerDelay + busy
+                    schedule(.answerReady(packet, answer), at: recoveryBusyUntil)
+                    return
+                }
                 guard var queue = udp else {
                     schedule(.deviceAnswers(packet), at: now + answerDelay)
                     return
@@ -241,6 +315,12 @@ import Testing
             case .deviceAnswers(let request):
                 requests += 1
                 let answer = device.handle(request)
+                guard !loseAnswer(requests) else { return }
+                var header = request.header
+                header.operation = header.operation.response
+                transmit(.atClient(SMPPacket(header: header, payload: answer.encoded).bytes), toDevice: false)
+            case .answerReady(let request, let answer):
+                requests += 1
                 guard !loseAnswer(requests) else { return }
                 var header = request.header
                 header.operation = header.operation.response
@@ -346,5 +426,73 @@ import Testing
         #expect(run.device.bytes == data)
         #expect(run.resends == 5)
         #expect(run.device.offsetErrors == 5)
+    }
+
+    /// MCUboot's serial recovery as `smp dfu` drives it over serial (`SerialTransport.sessionDefaults`: resends
+    /// after the measured timeout, not sooner than 300 ms), one chunk in flight (`buf_count` 1), 1000-byte
+    /// chunks, 4 KiB sectors that take 376 ms each to erase (issue 22's measurement).
+    static func recoveryRun(data: [UInt8], resendFloor: Duration?, sector: Int = 4096, copyAnswer: CBOR? = nil) -> Run {
+        var run = Run(
+            data: data,
+            session: SMPSessionConfiguration(window: 1, adaptiveRetransmit: true, retransmitFloor: .milliseconds(300), maximumRetransmits: 16),
+            limits: .init(depth: 1, chunkLengths: .init(first: 1000, byOffsetHeadSize: [1: 1000, 2: 1000, 3: 1000, 5: 1000])),
+            chunkTimeout: .seconds(10))
+        run.recovery = RecoveryDevice(sector: sector, eraseTime: Self.ms(376), copyAnswer: copyAnswer)
+        run.answerDelay = Self.ms(5)
+        run.resendFloor = resendFloor
+        return run
+    }
+
+    /// The defect's cause: once the round trips between erases have brought the resend timeout down to the
+    /// 300 ms serial floor, a 376 ms erase outlasts it and the chunk that erases is sent twice. MCUboot
+    /// answers the copy as boot_serial.c does (`rc 0`, the offset it expects), and the session ignores
+    /// that answer (its sequence number was answered), so this upload still ends well. 16 KiB sectors: 16
+    /// chunks between erases (the first erase comes before any round trip was measured: 1 s timeout).
+    @Test func sectorErasesLongerThanTheSerialFloorAreResentWithoutAFloor() {
+        var random = SplitMix64(seed: 31)
+        let data = random.bytes(50_000)
+        var run = Self.recoveryRun(data: data, resendFloor: nil, sector: 16384)  // answers to copies: rc 0 and the offset
+        let ended = run.run()
+        #expect(ended, "stalled or over the limit")
+        #expect(run.finished, "\(String(describing: run.failure))")
+        #expect(run.recovery?.bytes == data)
+        #expect(run.recovery?.erases == 4)
+        // Each erase measured raises the timeout again; 16 fast round trips later it is back at the floor.
+        #expect(run.resends >= 1 && run.resends <= 3, "\(run.resends)")
+        #expect(run.recovery?.copies == run.resends, "every resend is a copy of a chunk that erased")
+    }
+
+    /// On MCUboot's recovery every chunk may erase (`UploadConfiguration.everyChunkMayErase`): with the
+    /// runner's 2 s erase floor on every chunk, no erase draws a copy.
+    @Test func onRecoveryTheEraseFloorCoversEverySectorErase() {
+        var random = SplitMix64(seed: 32)
+        let data = random.bytes(50_000)
+        var run = Self.recoveryRun(data: data, resendFloor: .seconds(2), sector: 16384, copyAnswer: .textMap(["rc": 3]))
+        let ended = run.run()
+        #expect(ended, "stalled or over the limit")
+        #expect(run.finished, "\(String(describing: run.failure))")
+        #expect(run.recovery?.bytes == data)
+        #expect(run.resends == 0)
+        #expect(run.recovery?.copies == 0)
+        #expect(run.recovery?.erases == 4)
+        #expect(run.machine.chunksSent == 50)
+    }
+
+    /// Issue 22's failure: a copy sent during a sector erase is answered `rc 3` (EINVAL, no offset). When that
+    /// answer is the one the session matches (the answer to the original was lost on the line), the upload
+    /// used to end with "the device rejected a value in the request". Now the chunk is sent again as a new
+    /// request and the device's offset in its answer decides: the upload ends well, every byte written once.
+    @Test func aCopysErrorAfterAResendIsResynchronisedFromTheDevice() {
+        var random = SplitMix64(seed: 33)
+        let data = random.bytes(20_000)
+        var run = Self.recoveryRun(data: data, resendFloor: nil, copyAnswer: .textMap(["rc": 3]))
+        // The answer to the request that erases the second sector (the fifth chunk, 4000..<5000) is lost.
+        run.loseAnswer = { $0 == 5 }
+        let ended = run.run()
+        #expect(ended, "stalled or over the limit")
+        #expect(run.finished, "\(String(describing: run.failure))")
+        #expect(run.recovery?.bytes == data)
+        #expect(run.recovery?.writes == 20, "every chunk written once")
+        #expect(run.rejections == 1)
     }
 }
