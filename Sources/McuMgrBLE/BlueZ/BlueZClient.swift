@@ -174,6 +174,13 @@ public struct BlueZClient: Sendable {
                 .transport,
                 "\(operation): BlueZ (org.bluez) is not on the system bus; start it with `systemctl start bluetooth` (for a private bus set DBUS_SYSTEM_BUS_ADDRESS)"
             )
+        case let name where name.hasPrefix("org.freedesktop.DBus.Error.Spawn."):
+            // The bus tried to start BlueZ on demand: bluetoothd is gone (seen: bluetoothd 5.66 crashed
+            // when pairing for an encrypted characteristic failed).
+            return McuMgrError(
+                .transport,
+                "\(operation): BlueZ (bluetoothd) is not running and the bus could not start it (\(error.message.isEmpty ? error.name : error.message)); it may have crashed (`journalctl -u bluetooth`): restart it with `systemctl restart bluetooth`"
+            )
         case "org.bluez.Error.NotReady":
             return McuMgrError(.transport, "\(operation): the Bluetooth adapter is not ready (powered off?); try `bluetoothctl power on`")
         case "org.bluez.Error.NotAuthorized", "org.bluez.Error.AuthenticationFailed", "org.bluez.Error.NotPermitted":
