@@ -14,6 +14,9 @@ public struct BLEScanner: Sendable {
     public let client: BlueZClient
     public let adapter: BlueZAdapterInfo
 
+    /// How often a scan starts discovery over (see `scan`).
+    public static let restartInterval = Duration.seconds(3)
+
     public init(client: BlueZClient, adapter: BlueZAdapterInfo) {
         self.client = client
         self.adapter = adapter
@@ -66,6 +69,19 @@ public struct BLEScanner: Sendable {
             if let stop, let hit = table.all.first(where: stop) { return [hit] }
         }
         try await client.startDiscovery(adapter: adapter, serviceUUIDs: serviceUUIDs)
+        // Linux drops an advertising report that arrives before it reports discovery started, and the
+        // controller's duplicate filter then keeps that device quiet until scanning starts over (the
+        // kernel does so only after 10.24 s). Starting over every few seconds gives a device that
+        // advertises several chances within any timeout. Only discovery this client started is
+        // stopped; another client's keeps the controller scanning anyway.
+        let restarter = Task { [client, adapter] in
+            while !Task.isCancelled {
+                try await Task.sleep(for: Self.restartInterval)
+                await client.stopDiscovery(adapter: adapter)
+                try Task.checkCancellation()
+                try await client.startDiscovery(adapter: adapter, serviceUUIDs: serviceUUIDs)
+            }
+        }
         let timer = Task {
             try? await Task.sleep(for: timeout)
             wake.continuation.finish()
@@ -92,7 +108,9 @@ public struct BLEScanner: Sendable {
         }
         timer.cancel()
         poller.cancel()
+        restarter.cancel()
         _ = await poller.result
+        _ = await restarter.result
         await client.stopDiscovery(adapter: adapter)
         let seen = table.all.filter { table.wasSeen($0.path) }
         if let accepted { return [accepted] + seen.filter { $0.path != accepted.path } }
