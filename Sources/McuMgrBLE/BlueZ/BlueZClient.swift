@@ -134,6 +134,17 @@ public struct BlueZClient: Sendable {
         return (fd.take(), mtu)
     }
 
+    /// `ReadValue({})`: the characteristic's value, read from the device.
+    public func readValue(characteristic: DBusObjectPath, timeout: Duration = .seconds(5)) async throws -> [UInt8] {
+        let reply = try await connection.call(
+            destination: BlueZ.service, path: characteristic, interface: BlueZ.gattCharacteristicInterface, member: "ReadValue",
+            [.properties([:])], timeout: timeout)
+        guard let value = reply.first?.bytes else {
+            throw DBusError(name: DBusError.invalidArgs, message: "ReadValue answered (\(reply.map(\.signature).joined())), not (ay)")
+        }
+        return value
+    }
+
     /// `StartNotify`.
     public func startNotify(characteristic: DBusObjectPath) async throws {
         _ = try await connection.call(

@@ -166,6 +166,14 @@ public struct BlueZObjects: Sendable {
             .sorted { $0.path > $1.path }
     }
 
+    /// The device's characteristics with `uuid` (lowercase, 128-bit form), in any service.
+    public func characteristics(_ uuid: String, of device: DBusObjectPath) -> [BlueZCharacteristicInfo] {
+        managed.objects(with: BlueZ.gattCharacteristicInterface)
+            .filter { $0.path.isDescendant(of: device) }
+            .map { BlueZCharacteristicInfo(path: $0.path, properties: $0.properties) }
+            .filter { $0.uuid == uuid }
+    }
+
     /// The UUIDs of the GATT services found on a device.
     public func serviceUUIDs(of device: DBusObjectPath) -> [String] {
         managed.objects(with: BlueZ.gattServiceInterface)

@@ -129,6 +129,11 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         var source = "asked"
         if !configuration.deviceReassembly {
             source = "reassembly=off"
+        } else if link.eatt {
+            // Pieces reorder over EATT whatever the device does; a probe might pass by luck.
+            profile.reassembles = false
+            profile.piecesArriveOutOfOrder = true
+            source = "EATT: single writes"
         } else if let known = deviceMemory?.recall(key, bufferSize: profile.bufferSize) {
             profile.reassembles = known.reassembles
             profile.piecesArriveOutOfOrder = known.piecesArriveOutOfOrder
@@ -178,6 +183,8 @@ final class BleLink: @unchecked Sendable {
     let attMTU: Int
     let weConnected: Bool
     let deviceReassembly: Bool
+    /// The link runs EATT: requests and answers in pieces arrive out of order (`BlueZEATT`).
+    let eatt: Bool
     private let name: String
     private let handler: @Sendable (McuMgrTransportEvent) -> Void
     private let encoder: BLEFramingCodec
@@ -199,10 +206,11 @@ final class BleLink: @unchecked Sendable {
 
     init(
         client: BlueZClient, device: BlueZDeviceInfo, characteristic: BlueZCharacteristicInfo, attMTU: Int, maximumWriteLength: Int,
-        weConnected: Bool, deviceReassembly: Bool, name: String, writeType: String, logger: Logger,
+        weConnected: Bool, deviceReassembly: Bool, eatt: Bool = false, name: String, writeType: String, logger: Logger,
         handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
     ) {
         self.deviceReassembly = deviceReassembly
+        self.eatt = eatt
         self.client = client
         self.device = device
         self.characteristic = characteristic
@@ -582,11 +590,12 @@ struct BleConnector {
             await client.disconnect(devicePath)
             throw error
         }
+        let eatt = await runsEATT(device: devicePath, objects: objects)
         var lastError: McuMgrError?
         for characteristic in candidates {
             do {
                 let link = try await open(
-                    characteristic, device: device, weConnected: weConnected, state: state, watch: watch, handler: handler)
+                    characteristic, device: device, weConnected: weConnected, eatt: eatt, state: state, watch: watch, handler: handler)
                 keep = true
                 return link
             } catch let error as McuMgrError {
@@ -602,8 +611,18 @@ struct BleConnector {
         throw Retry(error: lastError ?? McuMgrError(.transport, "cannot use the SMP characteristic of \(device.label)"))
     }
 
+    /// Whether the link runs EATT (see `BlueZEATT`): one read of the device's Server Supported
+    /// Features, only when it has them.
+    private func runsEATT(device: DBusObjectPath, objects: BlueZObjects) async -> Bool {
+        guard let features = objects.characteristics(BlueZEATT.serverSupportedFeatures, of: device).first,
+            let value = try? await client.readValue(characteristic: features.path, timeout: .seconds(3)),
+            BlueZEATT.offered(serverSupportedFeatures: value)
+        else { return false }
+        return BlueZEATT.localBearersAllowed()
+    }
+
     private func open(
-        _ characteristic: BlueZCharacteristicInfo, device: BlueZDeviceInfo, weConnected: Bool, state: DeviceStateBox,
+        _ characteristic: BlueZCharacteristicInfo, device: BlueZDeviceInfo, weConnected: Bool, eatt: Bool, state: DeviceStateBox,
         watch: DBusSubscription, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
     ) async throws -> BleLink {
         let flags = Set(characteristic.flags)
@@ -676,7 +695,7 @@ struct BleConnector {
         let writeLength = BLEFramingCodec.maximumWriteLength(attMTU: attMTU, peripheralRunsBlueZ: device.runsBlueZ)
         let link = BleLink(
             client: client, device: device, characteristic: characteristic, attMTU: attMTU, maximumWriteLength: writeLength,
-            weConnected: weConnected, deviceReassembly: configuration.deviceReassembly, name: name, writeType: writeType,
+            weConnected: weConnected, deviceReassembly: configuration.deviceReassembly, eatt: eatt, name: name, writeType: writeType,
             logger: logger, handler: handler)
         holder.link = link
         let path = "\(device.label) \(characteristic.path)"

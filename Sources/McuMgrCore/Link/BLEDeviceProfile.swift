@@ -14,11 +14,11 @@ public struct BLEDeviceProfile: Sendable, Hashable, CustomStringConvertible {
     /// Whether the device reassembles requests split over several writes; nil when not known (then
     /// the configured assumption holds).
     public var reassembles: Bool?
-    /// The reassembly probe went unanswered: the pieces of one request do not reach the device whole
-    /// on this link, whatever its firmware does. A device without reassembly answers a request cut
-    /// short (rc 9), so silence means the pieces were lost or reordered on the way: BlueZ sends the
-    /// writes of one request over all of its EATT bearers at once, where a short piece overtakes a long
-    /// one. Requests then go in single writes (`reassembles` is false).
+    /// The pieces of one request do not reach the device whole on this link, whatever its firmware
+    /// does: the link runs EATT, or the reassembly probe went unanswered (a device without reassembly
+    /// answers a request cut short with rc 9, so silence means the pieces were lost or reordered on the
+    /// way). BlueZ sends the writes of one request over all of its EATT bearers at once, where a short
+    /// piece overtakes a long one. Requests then go in single writes (`reassembles` is false).
     public var piecesArriveOutOfOrder: Bool
 
     public init(bufferSize: Int? = nil, bufferCount: Int? = nil, reassembles: Bool? = nil, piecesArriveOutOfOrder: Bool = false) {
@@ -32,7 +32,7 @@ public struct BLEDeviceProfile: Sendable, Hashable, CustomStringConvertible {
         let buffers = bufferSize.map { "buffers \(bufferCount.map { "\($0) x " } ?? "")\($0) B" } ?? "buffers unknown"
         let reassembly =
             piecesArriveOutOfOrder
-            ? "single writes (requests in pieces went unanswered)" : reassembles.map { $0 ? "reassembles" : "no reassembly" } ?? "reassembly unknown"
+            ? "single writes (pieces arrive out of order on this link)" : reassembles.map { $0 ? "reassembles" : "no reassembly" } ?? "reassembly unknown"
         return "\(buffers), \(reassembly)"
     }
 
@@ -51,7 +51,7 @@ public struct BLEDeviceProfile: Sendable, Hashable, CustomStringConvertible {
         }
         if !(reassembles ?? assumeReassembly), packetSize > maximumWriteLength {
             if piecesArriveOutOfOrder {
-                return "a \(packetSize)-byte request does not fit one \(maximumWriteLength)-byte Bluetooth write, and requests written in pieces do not reach this device whole on this link (a request of \(maximumWriteLength + 1) bytes in two writes went unanswered): BlueZ sends the pieces over its EATT bearers out of order. Send less per request, or keep BlueZ to one ATT bearer: `Channels = 1` under [GATT] in /etc/bluetooth/main.conf, then `systemctl restart bluetooth`"
+                return "a \(packetSize)-byte request does not fit one \(maximumWriteLength)-byte Bluetooth write, and requests written in pieces do not reach this device whole on this link: BlueZ sends the pieces over its EATT bearers out of order. Send less per request, or keep BlueZ to one ATT bearer: `Channels = 1` under [GATT] in /etc/bluetooth/main.conf, then `systemctl restart bluetooth`"
             }
             let known = reassembles == false ? "requests written in pieces do not reach this device whole" : "reassembly=off"
             return "a \(packetSize)-byte request does not fit one \(maximumWriteLength)-byte Bluetooth write and \(known) (CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY); send less per request"
