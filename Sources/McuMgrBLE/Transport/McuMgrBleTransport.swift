@@ -611,6 +611,19 @@ struct BleConnector {
         throw Retry(error: lastError ?? McuMgrError(.transport, "cannot use the SMP characteristic of \(device.label)"))
     }
 
+    /// Why subscribing got no answer, when the device is not paired: BlueZ was pairing because the
+    /// device asks for an encrypted link, and no pairing agent answered (seen on real BlueZ 5.66: with
+    /// an agent that does not answer, StartNotify waits until the caller gives up). Retrying would only
+    /// ask again. Nil when the device is paired (then the silence has another cause).
+    private func pairingStalled(_ device: BlueZDeviceInfo) async -> McuMgrError? {
+        guard let fresh = try? await client.device(at: device.path), !fresh.paired else { return nil }
+        let address = device.address?.rawValue ?? "ADDRESS"
+        return McuMgrError(
+            .transport,
+            "subscribing to the SMP notifications of \(device.label) got no answer: BlueZ is pairing with it (the device asks for an encrypted link, as Zephyr's SMP transport does unless built with CONFIG_MCUMGR_TRANSPORT_BT_PERM_RW) and no pairing agent answered. Pair first, e.g. `bluetoothctl pair \(address)` (confirm the passkey it shows), or accept the pairing in your desktop's Bluetooth dialog, then run the command again"
+        )
+    }
+
     /// Whether the link runs EATT (see `BlueZEATT`): one read of the device's Server Supported
     /// Features, only when it has them.
     private func runsEATT(device: DBusObjectPath, objects: BlueZObjects) async -> Bool {
@@ -652,9 +665,16 @@ struct BleConnector {
 
         do {
             if configuration.acquire, flags.contains("notify") {
-                if let acquired = try? await client.acquire("AcquireNotify", characteristic: characteristic.path) {
+                do {
+                    let acquired = try await client.acquire("AcquireNotify", characteristic: characteristic.path)
                     notifyFD = acquired.fd
                     mtu = acquired.mtu
+                } catch let error as DBusError where error.name == DBusError.noReply {
+                    // Subscribing writes the device's CCC descriptor; BlueZ holds the call while it
+                    // pairs when the device asks for an encrypted link.
+                    if let stalled = await pairingStalled(device) { throw Fatal(error: stalled) }
+                } catch {
+                    // Not offered or refused: StartNotify below.
                 }
             }
             if notifyFD == nil {
@@ -676,6 +696,7 @@ struct BleConnector {
                 } catch let error as DBusError {
                     let mapped = BlueZClient.map(error, "subscribing to the SMP notifications of \(device.label)")
                     if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device)) }
+                    if error.name == DBusError.noReply, let stalled = await pairingStalled(device) { throw Fatal(error: stalled) }
                     throw mapped
                 }
             }
