@@ -21,23 +21,36 @@ final class BLEFrontEnd: Sendable {
     let device: SimulatedDevice
     let peripheral: SMPGattPeripheral
     private let observer = LockedObserverToken()
+    private let drops: LinkDrops?
 
     /// - Parameter faults: request and answer loss, duplication, resets and silence apply here; delay,
     ///   jitter and reordering need the peripheral's own timing and are not applied over BLE, nor the
     ///   serial-only faults.
+    /// - Parameter dropLinkEvery: every that many requests, the link drops instead of the answer going
+    ///   out (the device handled the request and keeps running, and advertises again at once): a
+    ///   central that went out of range or met interference.
     init(
         device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, reassembly: Bool = true,
-        security: SMPGattPeripheral.Configuration.Security = .open, latency: Duration, faults: FaultProfile = FaultProfile()
+        security: SMPGattPeripheral.Configuration.Security = .open, notificationSize: Int? = nil, dropLinkEvery: Int? = nil,
+        latency: Duration, faults: FaultProfile = FaultProfile()
     ) {
         self.device = device
         let plan = faults.isEmpty ? nil : LockedFaultPlan(FaultPlan(faults))
+        let drops = dropLinkEvery.map(LinkDrops.init(every:))
+        self.drops = drops
         self.peripheral = SMPGattPeripheral(
             configuration: .init(
                 adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency,
-                reassembly: reassembly, bufferSize: device.configuration.bufferSize, security: security),
+                reassembly: reassembly, bufferSize: device.configuration.bufferSize, security: security,
+                notificationSize: notificationSize),
             logger: BLEFrontEnd.logger
         ) { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
+            if let drops, drops.count() {
+                _ = device.responses(to: request, now: BLEFrontEnd.monotonicNow())
+                drops.drop()
+                return []
+            }
             guard let plan else { return device.responses(to: request, now: BLEFrontEnd.monotonicNow()) }
             switch plan.request(request) {
             case .deliver: break
@@ -72,10 +85,12 @@ final class BLEFrontEnd: Sendable {
             }
         }
         observer.set(token)
+        drops?.peripheral = peripheral
         let configuration = peripheral.configuration
         return "ble \(adapter.name) \(adapter.address ?? "?") name \(configuration.localName) mtu \(configuration.attMTU)"
             + " buffer \(configuration.bufferSize)" + (configuration.reassembly ? "" : " no-reassembly")
             + (configuration.acquire ? "" : " no-acquire") + (configuration.security == .open ? "" : " security \(configuration.security.rawValue)")
+            + (configuration.notificationSize.map { " notify \($0)" } ?? "") + (drops.map { " drop-every \($0.every)" } ?? "")
     }
 
     func stop() async {
@@ -107,6 +122,53 @@ final class LockedObserverToken: @unchecked Sendable {
     private var token: Int?
     func set(_ value: Int) { lock.withLock { token = value } }
     func take() -> Int? { lock.withLock { defer { token = nil }; return token } }
+}
+
+/// `--ble-drop-every`: counts requests and drops the link on every Nth.
+final class LinkDrops: @unchecked Sendable {
+    let every: Int
+    private let lock = NIOLock()
+    private var seen = 0
+    /// Set once the peripheral exists (the request handler is made before it).
+    var peripheral: SMPGattPeripheral? {
+        get { lock.withLock { held } }
+        set { lock.withLock { held = newValue } }
+    }
+    private var held: SMPGattPeripheral?
+
+    init(every: Int) { self.every = max(1, every) }
+
+    private var dropping = false
+
+    /// Counts one request; true when the link drops instead of answering it, and for every request
+    /// that still arrives while it drops (nothing more is answered on a link that is going).
+    func count() -> Bool {
+        lock.withLock {
+            if dropping { return true }
+            seen += 1
+            dropping = seen % every == 0
+            return dropping
+        }
+    }
+
+    /// Drops every connection and advertises again, as a device does that stays up.
+    func drop() {
+        guard let peripheral else { return }
+        let first = lock.withLock { () -> Bool in
+            defer { starting = false }
+            return starting
+        }
+        guard first else { return }
+        Task {
+            await peripheral.suspend()
+            try? await peripheral.resume()
+            lock.withLock {
+                dropping = false
+                starting = true
+            }
+        }
+    }
+    private var starting = true
 }
 
 /// A fault plan shared by the peripheral's request handler calls.

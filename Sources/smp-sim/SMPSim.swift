@@ -171,6 +171,12 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("What the BLE peripheral's SMP characteristic asks of the link, as Zephyr's CONFIG_MCUMGR_TRANSPORT_BT_PERM_RW / _RW_ENCRYPT / _RW_AUTHEN: open, encrypt (a paired, encrypted link) or authenticated (pairing with MITM protection, e.g. a passkey).", valueName: "security"))
     var bleSecurity: SMPGattPeripheral.Configuration.Security = .open
 
+    @Option(help: ArgumentHelp("The longest notification value the BLE peripheral sends (default: as much as the link carries, ATT MTU - 3).", valueName: "bytes"))
+    var bleNotifySize: Int?
+
+    @Option(help: ArgumentHelp("The BLE link drops instead of every Nth answer going out (the device handled the request, keeps running and advertises again at once), as a central out of range does.", valueName: "n"))
+    var bleDropEvery: Int?
+
     @Option(help: ArgumentHelp("Inject seeded link faults on every front end, e.g. loss=0.1,dup=0.02,reorder=0.02,corrupt=1e-4,noise=0.05,seed=7 (keys below).", valueName: "faults"))
     var faults: String?
 
@@ -355,7 +361,8 @@ struct SMPSim: AsyncParsableCommand {
         if let ble {
             let frontEnd = BLEFrontEnd(
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
-                reassembly: !bleNoReassembly, security: bleSecurity, latency: .milliseconds(latency), faults: faultProfile)
+                reassembly: !bleNoReassembly, security: bleSecurity, notificationSize: bleNotifySize, dropLinkEvery: bleDropEvery,
+                latency: .milliseconds(latency), faults: faultProfile)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(line)

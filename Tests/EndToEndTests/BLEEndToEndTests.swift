@@ -196,4 +196,47 @@ struct BLEEndToEndTests {
             }
         }
     }
+
+    /// A peripheral that sends short notifications (`--ble-notify-size`): every answer is joined from
+    /// many, with the request split over writes the other way.
+    @Test func shortNotificationsAreJoined() async throws {
+        try await withBLESimulator(["--ble-notify-size", "20", "--buf-size", "2475", "--fs-blocks", "0"]) { session in
+            let text = String(repeating: "notification ", count: 80)
+            let echo = try await session.smp(["os", "echo", text])
+            expectSuccess(echo)
+            #expect(echo.stdout == text + "\n")
+            let payload = randomBytes(16 * 1024)
+            let local = session.directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"]))
+            let back = session.directory.path("back.bin")
+            expectSuccess(try await session.smp(["fs", "download", "/lfs1/payload.bin", back]))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+        }
+    }
+
+    /// The link drops in the middle of an upload (`--ble-drop-every`: the device handled the request
+    /// and keeps running): the command ends at once with exit 69 and says the link was lost, and the
+    /// same command run again reconnects and resumes from what the device holds until the file is
+    /// whole (checked by the device's SHA-256).
+    @Test func aDroppedLinkEndsTheCommandAndTheSameCommandResumes() async throws {
+        try await withBLESimulator(["--ble-drop-every", "20", "--fs-blocks", "0"]) { session in
+            let local = session.directory.path("payload.bin")
+            try randomBytes(48 * 1024).write(to: URL(fileURLWithPath: local))
+            let first = try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"])
+            expectStatus(first, SMPExit.transport)
+            #expect(first.stderr.contains("Bluetooth link") && first.stderr.contains("was lost"), "\(first)")
+            var finished: ProcessResult?
+            for _ in 0..<16 where finished == nil {
+                let again = try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"])
+                if again.status == 0 {
+                    finished = again
+                } else {
+                    expectStatus(again, SMPExit.transport)
+                }
+            }
+            #expect(finished?.stdout.contains("resumed at byte") == true, "\(String(describing: finished))")
+            #expect(finished?.stdout.contains("verified by SHA-256") == true, "\(String(describing: finished))")
+        }
+    }
 }

@@ -66,14 +66,18 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         public var bufferSize: Int
         /// What the characteristic asks of the link.
         public var security: Security
+        /// The longest notification value the peripheral sends; nil: as much as the link carries
+        /// (ATT MTU − 3, as Zephyr's smp_bt).
+        public var notificationSize: Int?
 
         public init(
             adapter: String, localName: String = "smp-sim", attMTU: Int = 247, acquire: Bool = true,
             busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral",
             responseDelay: Duration = .zero, reassembly: Bool = true, bufferSize: Int = BLEFramingCodec.defaultMaximumPacketSize,
-            security: Security = .open
+            security: Security = .open, notificationSize: Int? = nil
         ) {
             self.security = security
+            self.notificationSize = notificationSize
             self.responseDelay = responseDelay
             self.reassembly = reassembly
             self.bufferSize = bufferSize
@@ -133,7 +137,7 @@ public final class SMPGattPeripheral: @unchecked Sendable {
             let characteristic = SMPCharacteristicObject(
                 connection: connection, path: characteristicPath, servicePath: servicePath,
                 attMTU: configuration.attMTU, acquire: configuration.acquire, responseDelay: configuration.responseDelay,
-                flags: configuration.security.flags, assembler: SMPWriteAssembler(reassembly: configuration.reassembly, bufferSize: configuration.bufferSize),
+                flags: configuration.security.flags, notificationSize: configuration.notificationSize, assembler: SMPWriteAssembler(reassembly: configuration.reassembly, bufferSize: configuration.bufferSize),
                 logger: logger, handler: handler)
             try connection.exportObjectManager(at: configuration.applicationPath)
             try connection.export(SMPServiceObject(), at: servicePath)
@@ -280,6 +284,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private let acquire: Bool
     private let responseDelay: Duration
     private let flags: [String]
+    private let notificationSize: Int?
     private let delayQueue = DispatchQueue(label: "smp peripheral answers")
     private let logger: Logger
     private let handler: SMPGattPeripheral.RequestHandler
@@ -299,10 +304,11 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
 
     init(
         connection: DBusConnection, path: DBusObjectPath, servicePath: DBusObjectPath, attMTU: Int, acquire: Bool,
-        responseDelay: Duration, flags: [String] = SMPGattPeripheral.Configuration.Security.open.flags, assembler: SMPWriteAssembler,
-        logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
+        responseDelay: Duration, flags: [String] = SMPGattPeripheral.Configuration.Security.open.flags, notificationSize: Int? = nil,
+        assembler: SMPWriteAssembler, logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
     ) {
         self.flags = flags
+        self.notificationSize = notificationSize
         self.responseDelay = responseDelay
         self.assembler = assembler
         self.connection = connection
@@ -338,7 +344,8 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     /// the value, and cuts a longer value short (seen in an HCI trace at ATT MTU 247: 243 bytes sent,
     /// 242 arrived).
     private var payloadSize: Int {
-        lock.withLock { linkMTU.map { min(attMTU - 3, $0 - 5) } ?? (attMTU - 3) }
+        let link = lock.withLock { linkMTU.map { min(attMTU - 3, $0 - 5) } ?? (attMTU - 3) }
+        return notificationSize.map { max(1, min($0, link)) } ?? link
     }
 
     /// Keeps the link MTU that BlueZ passes in a call's options.
