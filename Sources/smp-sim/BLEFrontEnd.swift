@@ -46,10 +46,12 @@ final class BLEFrontEnd: Sendable {
             logger: BLEFrontEnd.logger
         ) { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
-            if let drops, drops.count() {
+            switch drops?.take() ?? .answer {
+            case .answer: break
+            case .handledThenDrop:
                 _ = device.responses(to: request, now: BLEFrontEnd.monotonicNow())
-                drops.drop()
                 return []
+            case .lost: return []
             }
             guard let plan else { return device.responses(to: request, now: BLEFrontEnd.monotonicNow()) }
             switch plan.request(request) {
@@ -126,49 +128,49 @@ final class LockedObserverToken: @unchecked Sendable {
 
 /// `--ble-drop-every`: counts requests and drops the link on every Nth.
 final class LinkDrops: @unchecked Sendable {
+    /// What becomes of one request.
+    enum Fate {
+        /// Handled and answered.
+        case answer
+        /// Handled, and the link drops before the answer goes out.
+        case handledThenDrop
+        /// Arrived while the link drops: it never reaches the device.
+        case lost
+    }
+
     let every: Int
     private let lock = NIOLock()
     private var seen = 0
+    private var dropping = false
+    private var held: SMPGattPeripheral?
+
     /// Set once the peripheral exists (the request handler is made before it).
     var peripheral: SMPGattPeripheral? {
         get { lock.withLock { held } }
         set { lock.withLock { held = newValue } }
     }
-    private var held: SMPGattPeripheral?
 
     init(every: Int) { self.every = max(1, every) }
 
-    private var dropping = false
-
-    /// Counts one request; true when the link drops instead of answering it, and for every request
-    /// that still arrives while it drops (nothing more is answered on a link that is going).
-    func count() -> Bool {
-        lock.withLock {
-            if dropping { return true }
+    /// Counts one request; on every Nth, drops every connection and advertises again, as a device
+    /// does that stays up.
+    func take() -> Fate {
+        let (fate, peripheral): (Fate, SMPGattPeripheral?) = lock.withLock {
+            if dropping { return (.lost, nil) }
             seen += 1
-            dropping = seen % every == 0
-            return dropping
+            guard seen % every == 0, let held else { return (.answer, nil) }
+            dropping = true
+            return (.handledThenDrop, held)
         }
-    }
-
-    /// Drops every connection and advertises again, as a device does that stays up.
-    func drop() {
-        guard let peripheral else { return }
-        let first = lock.withLock { () -> Bool in
-            defer { starting = false }
-            return starting
-        }
-        guard first else { return }
-        Task {
-            await peripheral.suspend()
-            try? await peripheral.resume()
-            lock.withLock {
-                dropping = false
-                starting = true
+        if let peripheral {
+            Task {
+                await peripheral.suspend()
+                try? await peripheral.resume()
+                lock.withLock { dropping = false }
             }
         }
+        return fate
     }
-    private var starting = true
 }
 
 /// A fault plan shared by the peripheral's request handler calls.
