@@ -18,6 +18,15 @@ final class TestObject: DBusExportedObject, @unchecked Sendable {
     private(set) var receivedDescriptors: [Int32] = []
     /// Our ends of the socket pairs handed out by `Open`.
     private(set) var openedEnds: [Int32] = []
+    /// Lets a pending `Hold` call answer.
+    let released = DispatchSemaphore(value: 0)
+    private var holding = 0
+    /// How many `Hold` calls have arrived.
+    var holdsArrived: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return holding
+    }
 
     init(properties: [String: DBusValue] = ["Name": .string("test"), "Count": .uint32(7), "Writable": .boolean(false)]) {
         self.properties = properties
@@ -39,8 +48,13 @@ final class TestObject: DBusExportedObject, @unchecked Sendable {
             return call.arguments
         case "Fail":
             throw DBusError(name: "org.example.Error.Custom", message: "asked to fail")
-        case "Sleep":
-            Thread.sleep(forTimeInterval: 1.0)
+        case "Hold":
+            // Answers only when the test lets it (or after 30 s), so a caller's timeout is the only
+            // way its call can end first, however slow the machine.
+            lock.lock()
+            holding += 1
+            lock.unlock()
+            _ = released.wait(timeout: .now() + 30)
             return []
         case "Open":
             var fds: [Int32] = [-1, -1]
@@ -344,22 +358,22 @@ final class DBusConnectionTests {
     }
 
     @Test func callsTimeOutWithoutBlockingOthers() async throws {
-        let (server, client, _) = try await pair()
+        let (server, client, object) = try await pair()
         defer {
+            object.released.signal()
             server.close()
             client.close()
         }
-        let start = ContinuousClock.now
+        // The server holds its answer until after the check, so only the 200 ms timeout can end the call.
         do {
             _ = try await client.call(
-                .methodCall(destination: server.uniqueName, path: "/org/example/obj", interface: TestObject.interface, member: "Sleep"),
+                .methodCall(destination: server.uniqueName, path: "/org/example/obj", interface: TestObject.interface, member: "Hold"),
                 timeout: .milliseconds(200))
-            Issue.record("Sleep must time out")
+            Issue.record("Hold must time out")
         } catch let error as DBusError {
             #expect(error.name == DBusError.noReply)
-            #expect(error.mcuMgrError("sleep").kind == .timeout)
+            #expect(error.mcuMgrError("hold").kind == .timeout)
         }
-        #expect(ContinuousClock.now - start < .milliseconds(900))
         // The client's own I/O thread was never blocked: the bus answers at once.
         let names = try await client.call(
             destination: DBusConnection.busName, path: DBusConnection.busPath, interface: DBusConnection.busName, member: "GetId")
@@ -387,15 +401,19 @@ final class DBusConnectionTests {
     }
 
     @Test func closingFailsWaitingCallsAndEndsStreams() async throws {
-        let (server, client, _) = try await pair()
-        defer { server.close() }
+        let (server, client, object) = try await pair()
+        defer {
+            object.released.signal()
+            server.close()
+        }
         let stream = try await client.signals(.propertiesChanged(sender: server.uniqueName))
         let waiting = Task {
             try await client.call(
-                .methodCall(destination: server.uniqueName, path: "/org/example/obj", interface: TestObject.interface, member: "Sleep"),
-                timeout: .seconds(10))
+                .methodCall(destination: server.uniqueName, path: "/org/example/obj", interface: TestObject.interface, member: "Hold"),
+                timeout: .seconds(60))
         }
-        try await Task.sleep(for: .milliseconds(100))
+        // Close while the call is known to wait at the server.
+        #expect(await waitUntil { object.holdsArrived == 1 })
         client.close()
         do {
             _ = try await waiting.value
