@@ -36,7 +36,8 @@ stop_sim() {
 }
 
 # sim_start PATTERN COUNT ARGS...: starts smp-sim with ARGS and waits until COUNT lines of its output
-# (its ready lines, kept in $work/sim.out) match PATTERN; sets sim_pid.
+# (its ready lines, kept in $work/sim.out) match PATTERN, for up to sim_start_seconds (default 10); sets
+# sim_pid.
 sim_start() {
     local pattern="$1" expect="$2"
     shift 2
@@ -45,7 +46,7 @@ sim_start() {
     # buffers, no serial line-buffer or UDP buffer limits, unlimited file system) instead of Zephyr's.
     "$sim" --buf-size 2048 --rx-lines 0 --fs-blocks 0 --udp-queue unlimited "$@" >"$work/sim.out" 2>"$work/sim.err" &
     sim_pid=$!
-    for _ in $(seq 200); do
+    for _ in $(seq $((${sim_start_seconds:-10} * 20))); do
         [[ $(grep -c -E "$pattern" "$work/sim.out") -ge "$expect" ]] && return 0
         kill -0 "$sim_pid" 2>/dev/null || break
         sleep 0.05

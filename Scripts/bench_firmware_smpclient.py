@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Times smpclient (the independent Python SMP client) against a real firmware build, for
-Scripts/bench-firmware.sh: echo round trips, a file upload and download, an image upload.
+Scripts/bench-firmware.sh, or a Bluetooth LE device through BlueZ (bleak), for Scripts/bench-ble.sh:
+echo round trips, a file upload and download, an image upload.
 
 Usage:
-  bench_firmware_smpclient.py (--serial PATH | --udp HOST:PORT) [--frames SPEC] OPERATION...
+  bench_firmware_smpclient.py (--serial PATH | --udp HOST:PORT | --ble ADDRESS) [--frames SPEC] OPERATION...
 Frame sizing (--frames; serial only): `auto` (smpclient's default: messages up to the device's
 buf_size), `lines:L:N` (BufferParams: at most N lines of L bytes per frame: `lines:128:2` for Zephyr's
 default 2 x 128-byte line buffers), `buffer:B:L` (BufferSize: buf_size B, lines of L bytes).
@@ -12,7 +13,9 @@ Operations, run in the order given, each timed after the connection is up:
   --fs-upload BYTES      a file of random bytes (or --file's) to --dest (default /lfs1/bench-smpclient.bin)
   --fs-download          that file back (after --fs-upload), compared byte for byte
   --image FILE           image upload to slot 0 (smpclient's `upload`, SHA-256 in the first chunk)
-Prints one JSON line per operation: {"op": ..., "seconds": S, ...}; exit 1 when an operation fails.
+Prints one JSON line per operation: {"op": ..., "seconds": S, ...}, and first {"op": "connect", ...}: the
+time to the link being up (over BLE: scan, connect, GATT discovery, subscription); exit 1 when an
+operation fails.
 """
 
 import argparse
@@ -27,6 +30,7 @@ from smp.os_management import EchoWriteRequest  # noqa: F401  (import check: the
 from smpclient import SMPClient
 from smpclient.generics import error, success
 from smpclient.requests.os_management import EchoWrite
+from smpclient.transport.ble import SMPBLETransport
 from smpclient.transport.serial import SMPSerialTransport
 from smpclient.transport.serial.encoded import Auto, BufferParams, BufferSize
 from smpclient.transport.udp import SMPUDPTransport
@@ -48,6 +52,7 @@ async def main() -> int:
     link = parser.add_mutually_exclusive_group(required=True)
     link.add_argument("--serial", metavar="PATH")
     link.add_argument("--udp", metavar="HOST:PORT")
+    link.add_argument("--ble", metavar="ADDRESS")
     parser.add_argument("--frames", default="auto")
     parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--echo", type=int, default=0)
@@ -58,7 +63,12 @@ async def main() -> int:
     parser.add_argument("--image")
     args = parser.parse_args()
 
-    if args.udp:
+    started = time.perf_counter()
+    if args.ble:
+        client = SMPClient(SMPBLETransport(), args.ble, timeout_s=args.timeout)
+        # Scanning for the device, connecting and subscribing take longer than one request.
+        await client.connect(max(args.timeout, 30.0))
+    elif args.udp:
         host, _, port = args.udp.rpartition(":")
         transport = SMPUDPTransport()
         client = SMPClient(transport, host.strip("[]"), timeout_s=args.timeout)
@@ -69,6 +79,7 @@ async def main() -> int:
         client = SMPClient(transport, args.serial, timeout_s=args.timeout)
         await client.connect()
 
+    print(json.dumps({"op": "connect", "seconds": time.perf_counter() - started}), flush=True)
     status = 0
     data = open(args.file, "rb").read() if args.file else os.urandom(args.fs_upload)
     try:
