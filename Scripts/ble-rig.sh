@@ -111,9 +111,10 @@ start_rig() {
         echo $! >"$dir/bluezoo.pid"
         local ready=0
         for _ in $(seq 300); do
-            if DBUS_SYSTEM_BUS_ADDRESS="$address" dbus-send --system --print-reply=literal \
-                --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner string:org.bluez 2>/dev/null |
-                grep -q true; then
+            # Ready when its objects answer with both adapters: bluezoo takes the name org.bluez before
+            # it serves its object manager (a test that asked in between got "Unknown object '/'").
+            if DBUS_SYSTEM_BUS_ADDRESS="$address" dbus-send --system --print-reply --dest=org.bluez / \
+                org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null | grep -q "object path \"/org/bluez/hci1\""; then
                 ready=1
                 break
             fi
