@@ -567,6 +567,24 @@ public final class DBusConnection: @unchecked Sendable {
         guard let path = message.path, let member = message.member else { return }
         let call = DBusMethodCall(
             sender: message.sender ?? "", path: path, interface: message.interface, member: member, arguments: message.body)
+        if let object = objects[path] as? any DBusDeferringObject, ![
+            Self.peerInterface, Self.introspectableInterface, Self.objectManagerInterface, Self.propertiesInterface,
+        ].contains(call.interface ?? "") {
+            // Answered whenever the object calls the reply, from any thread: the call is kept until then.
+            dbus_message_ref(raw)
+            let held = RawMessage(pointer: raw)
+            let wantsReply = !message.noReplyExpected
+            object.handle(
+                call,
+                reply: DBusReply { [weak self] result in
+                    let sent = self?.enqueue { [weak self] in
+                        if wantsReply { self?.sendReply(result, to: held.pointer) }
+                        dbus_message_unref(held.pointer)
+                    }
+                    if sent != true { dbus_message_unref(held.pointer) }
+                })
+            return
+        }
         let result: Result<[DBusValue], DBusError>
         do {
             result = .success(try answer(call))
@@ -576,6 +594,11 @@ public final class DBusConnection: @unchecked Sendable {
             result = .failure(DBusError(name: DBusError.failed, message: "\(error)"))
         }
         guard !message.noReplyExpected else { return }
+        sendReply(result, to: raw)
+    }
+
+    /// Answers the call `raw` (I/O thread only).
+    private func sendReply(_ result: Result<[DBusValue], DBusError>, to raw: OpaquePointer) {
         switch result {
         case .success(let values):
             var reply = DBusMessage(kind: .methodReturn)
