@@ -32,7 +32,7 @@ final class BLEFrontEnd: Sendable {
     init(
         device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, reassembly: Bool = true,
         security: SMPGattPeripheral.Configuration.Security = .open, notificationSize: Int? = nil, dropLinkEvery: Int? = nil,
-        latency: Duration, faults: FaultProfile = FaultProfile()
+        pairing: BLEIOCapability? = nil, passkey: UInt32? = nil, latency: Duration, faults: FaultProfile = FaultProfile()
     ) {
         self.device = device
         let plan = faults.isEmpty ? nil : LockedFaultPlan(FaultPlan(faults))
@@ -42,8 +42,12 @@ final class BLEFrontEnd: Sendable {
             configuration: .init(
                 adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency,
                 reassembly: reassembly, bufferSize: device.configuration.bufferSize, security: security,
-                notificationSize: notificationSize),
-            logger: BLEFrontEnd.logger
+                notificationSize: notificationSize, pairing: pairing, passkey: passkey),
+            logger: BLEFrontEnd.logger,
+            onPairing: { text in
+                print("ble \(adapter) \(text)")
+                fflush(nil)
+            }
         ) { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
             switch drops?.take() ?? .answer {
@@ -183,3 +187,18 @@ final class LockedFaultPlan: @unchecked Sendable {
 }
 
 extension SMPGattPeripheral.Configuration.Security: ExpressibleByArgument {}
+
+/// `--ble-io`: BlueZ's I/O capabilities by shorter names.
+enum BLEIOCapabilityOption: String, ExpressibleByArgument, CaseIterable {
+    case none, display, displayYesNo = "display-yes-no", keyboard, keyboardDisplay = "keyboard-display"
+
+    var capability: BLEIOCapability {
+        switch self {
+        case .none: .noInputNoOutput
+        case .display: .displayOnly
+        case .displayYesNo: .displayYesNo
+        case .keyboard: .keyboardOnly
+        case .keyboardDisplay: .keyboardDisplay
+        }
+    }
+}

@@ -171,6 +171,12 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("What the BLE peripheral's SMP characteristic asks of the link, as Zephyr's CONFIG_MCUMGR_TRANSPORT_BT_PERM_RW / _RW_ENCRYPT / _RW_AUTHEN: open, encrypt (a paired, encrypted link) or authenticated (pairing with MITM protection, e.g. a passkey).", valueName: "security"))
     var bleSecurity: SMPGattPeripheral.Configuration.Security = .open
 
+    @Option(help: ArgumentHelp("What the BLE peripheral can show and take in when pairing (its BlueZ agent's I/O capabilities): none (Just Works), display (shows a passkey, the central types it), display-yes-no (numeric comparison), keyboard (types the --ble-passkey), keyboard-display. Default: none with --ble-security encrypt, display with authenticated, no agent when open. Passkeys it shows are printed as `ble pairing ... passkey NNNNNN` lines.", valueName: "io"))
+    var bleIo: BLEIOCapabilityOption?
+
+    @Option(help: ArgumentHelp("The six-digit passkey the BLE peripheral types when pairing asks it for one (--ble-io keyboard).", valueName: "digits"))
+    var blePasskey: UInt32?
+
     @Option(help: ArgumentHelp("The longest notification value the BLE peripheral sends (default: as much as the link carries, ATT MTU - 3).", valueName: "bytes"))
     var bleNotifySize: Int?
 
@@ -186,7 +192,18 @@ struct SMPSim: AsyncParsableCommand {
     /// The most devices one smp-sim serves (each takes up to three file descriptors: a pty's two and a socket).
     static let maximumCount = 1024
 
+    /// The peripheral's pairing capabilities: --ble-io, else what --ble-security needs.
+    var blePairing: BLEIOCapability? {
+        if let bleIo { return bleIo.capability }
+        switch bleSecurity {
+        case .open: return nil
+        case .encrypt: return .noInputNoOutput
+        case .authenticated: return .displayOnly
+        }
+    }
+
     func validate() throws {
+        if let blePasskey, blePasskey > 999_999 { throw ValidationError("--ble-passkey takes six digits (000000...999999)") }
         if ptyLink == nil, !pty, udp.isEmpty, ble == nil {
             throw ValidationError("give at least one front end: --pty, --pty-link PATH, --udp HOST:PORT or --ble ADAPTER")
         }
@@ -362,6 +379,7 @@ struct SMPSim: AsyncParsableCommand {
             let frontEnd = BLEFrontEnd(
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
                 reassembly: !bleNoReassembly, security: bleSecurity, notificationSize: bleNotifySize, dropLinkEvery: bleDropEvery,
+                pairing: blePairing, passkey: blePasskey,
                 latency: .milliseconds(latency), faults: faultProfile)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }

@@ -35,6 +35,10 @@ struct GlobalOptions: ParsableArguments {
     var timeoutOption: Double?
 
     @Flag(
+        help: "Bluetooth LE: pair with a device that asks for an encrypted link, answering its questions here (a passkey is read from standard input; see `smp ble pair`).")
+    var pair = false
+
+    @Flag(
         name: [.customShort("v"), .customLong("verbose")],
         help: "Show the device, the link's limits and every request and answer (-vv: with payloads) on stderr.")
     var verbosity: Int
@@ -154,7 +158,7 @@ enum CommandRunner {
             if options.verbose { Terminal.error("device: \(uri)") }
             var logger = Logger(label: "smp")
             logger.logLevel = options.verbosity >= 2 ? .trace : options.verbose ? .debug : Terminal.quietLogLevel
-            let transport = try DeviceResolver.transport(for: uri, logger: logger)
+            let transport = try DeviceResolver.transport(for: uri, logger: logger, pair: options.pair)
             if options.verbose { Terminal.error("link: \(transport.linkLimits) to start with") }
             let c = McuMgrClient(
                 transport: transport,

@@ -24,7 +24,8 @@ enum DeviceResolver {
         return try McuMgrDeviceURI(parsing: text)
     }
 
-    static func transport(for uri: McuMgrDeviceURI, logger: Logger) throws -> any McuMgrTransport {
+    /// - Parameter pair: Bluetooth LE devices that want pairing are paired, asking at the terminal.
+    static func transport(for uri: McuMgrDeviceURI, logger: Logger, pair: Bool = false) throws -> any McuMgrTransport {
         switch uri.scheme {
         case .serial:
             try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow"])
@@ -41,7 +42,7 @@ enum DeviceResolver {
         case .sim:
             return try SimulatorURI.transport(for: uri)
         case .ble:
-            return try McuMgrBleTransport(uri: uri, logger: logger)
+            return try McuMgrBleTransport(uri: uri, logger: logger, pairing: pair ? TerminalPairing() : nil)
         case .tcp, .rfc2217:
             return try remoteSerialTransport(for: uri, logger: logger)
         }

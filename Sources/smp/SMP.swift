@@ -80,11 +80,11 @@ enum SMPMain {
     }
 }
 
-/// Lets the global options (--device, --json, --timeout, -v) come before the subcommand names, as in
+/// Lets the global options (--device, --json, --timeout, -v, --pair) come before the subcommand names, as in
 /// `smp --device udp:10.0.0.2 os echo hi`, by moving them behind the group and command names where the
 /// argument parser expects them.
 enum GlobalOptionPlacement {
-    static let flags: Set<String> = ["--json", "-v", "-vv", "-vvv", "--verbose"]
+    static let flags: Set<String> = ["--json", "-v", "-vv", "-vvv", "--verbose", "--pair"]
     static let valued: Set<String> = ["--device", "-d", "--timeout", "--devices", "--max-parallel", "--junit"]
 
     static func reorder(_ arguments: [String]) -> [String] {

@@ -19,9 +19,10 @@ struct RealBlueZTests {
         }
         var environment: [String: String] { ["XDG_CACHE_HOME": directory.path("cache")] }
 
-        func smp(_ arguments: [String], device: String? = nil, timeout: Double = 240) async throws -> ProcessResult {
+        func smp(_ arguments: [String], device: String? = nil, input: Pipe? = nil, timeout: Double = 240) async throws -> ProcessResult {
             try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", device ?? self.device] + arguments, timeout: timeout, environment: environment)
+                TestEnvironment.smp, ["--device", device ?? self.device] + arguments, timeout: timeout, environment: environment,
+                input: input)
         }
     }
 
@@ -252,20 +253,100 @@ struct RealBlueZTests {
         }
     }
 
-    /// A device whose SMP characteristic asks for an encrypted link (Zephyr's default unless built with
-    /// CONFIG_MCUMGR_TRANSPORT_BT_PERM_RW): BlueZ starts pairing when smp subscribes, and with an agent
-    /// that does not answer (here the rig's own bluetoothctl) it holds the call. Before, smp retried and
-    /// ended with "no answer on D-Bus in time ... the service may be busy or hung"; now it names the
-    /// command to run. (Running that command on this rig pairs two adapters of one bluetoothd, which
-    /// crashed bluetoothd 5.66; pairing itself is left to a rig with two.) Runs last (the suite is
-    /// serialized, in this order): afterwards this bluetoothd resolved no device's services within 20 s
-    /// until restarted, which the next configuration does.
+    // MARK: Pairing (the last tests of the full suite: the one that leaves pairing unanswered last)
+
+    /// `smp` without a device option (the `ble` commands), with the session's cache.
+    func smp(_ arguments: [String], _ session: Session, input: Pipe? = nil, timeout: Double = 240) async throws -> ProcessResult {
+        try await ProcessRunner.run(TestEnvironment.smp, arguments, timeout: timeout, environment: session.environment, input: input)
+    }
+
+    /// Removes the bond at both ends (each adapter's device object of the other), so that the next test
+    /// starts unpaired.
+    func forgetBothEnds(_ session: Session) async throws {
+        _ = try await smp(["ble", "forget", RealBlueZ.deviceAddress, "--adapter", RealBlueZ.clientAdapter], session)
+        _ = try await smp(["ble", "forget", RealBlueZ.clientAddress, "--adapter", RealBlueZ.deviceAdapter], session)
+    }
+
+    /// A device that asks for an encrypted link and pairs without a passkey (Just Works, as a Zephyr
+    /// device without pairing callbacks): BlueZ pairs when smp subscribes, nothing is asked, and the bond
+    /// is listed.
     @Test(.enabled(if: RealBlueZ.suite == .full))
-    func aDeviceThatAsksForEncryptionSaysHowToPair() async throws {
+    func justWorksPairsOnFirstUse() async throws {
         try await withDevice(["--ble-security", "encrypt"]) { session in
+            try await forgetBothEnds(session)
+            let echo = try await session.smp(["os", "echo", "encrypted"])
+            expectSuccess(echo)
+            #expect(echo.stdout.contains("encrypted"))
+            let bonds = try await smp(["ble", "bonds", "--adapter", RealBlueZ.clientAdapter, "--json"], session)
+            expectSuccess(bonds)
+            #expect(bonds.stdout.contains("\"address\":\"\(RealBlueZ.deviceAddress)\""), "\(bonds)")
+            try await forgetBothEnds(session)
+        }
+    }
+
+    /// Authenticated pairing by numeric comparison (a device with a display and yes/no): `smp ble pair
+    /// --yes` confirms the passkey both ends show, the bond is listed, commands work, pairing again says
+    /// so, and `smp ble forget` removes it (a second time: exit 1).
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func pairingByNumericComparisonListingAndForgetting() async throws {
+        try await withDevice(["--ble-security", "authenticated", "--ble-io", "display-yes-no"]) { session in
+            let address = RealBlueZ.deviceAddress, adapter = RealBlueZ.clientAdapter
+            try await forgetBothEnds(session)
+            let pair = try await smp(["ble", "pair", address, "--adapter", adapter, "--yes"], session)
+            expectSuccess(pair)
+            #expect(pair.stdout.contains("paired with"), "\(pair)")
+            let shown = await session.sim.waitForLine { $0.contains("confirmed") }
+            let passkey = try #require(shown?.split(separator: " ").first { $0.count == 6 && $0.allSatisfy(\.isNumber) })
+            #expect(pair.stderr.contains("shows the passkey \(passkey)"), "both ends compared the same passkey: \(pair)")
+            let echo = try await session.smp(["os", "echo", "authenticated"])
+            expectSuccess(echo)
+            let again = try await smp(["ble", "pair", address, "--adapter", adapter], session)
+            expectSuccess(again)
+            #expect(again.stdout.contains("paired already"), "\(again)")
+            let bonds = try await smp(["ble", "bonds", "--adapter", adapter], session)
+            #expect(bonds.stdout.contains(address), "\(bonds)")
+            let forget = try await smp(["ble", "forget", address, "--adapter", adapter], session)
+            expectSuccess(forget)
+            let forgetAgain = try await smp(["ble", "forget", address, "--adapter", adapter], session)
+            #expect(forgetAgain.status == 1, "\(forgetAgain)")
+            _ = try await smp(["ble", "forget", RealBlueZ.clientAddress, "--adapter", RealBlueZ.deviceAdapter], session)
+        }
+    }
+
+    /// Authenticated pairing by passkey entry (the device shows six digits, as a Zephyr device with a
+    /// display does), on first use: `smp --pair os echo` asks for the passkey on standard input, pairs,
+    /// and the echo goes through in the same command.
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func pairOnFirstUseWithThePasskeyTheDeviceShows() async throws {
+        try await withDevice(["--ble-security", "authenticated"]) { session in
+            try await forgetBothEnds(session)
+            let input = Pipe()
+            let command = Task { try await session.smp(["--pair", "os", "echo", "typed"], input: input) }
+            let shown = await session.sim.waitForLine { $0.contains("passkey") }
+            let passkey = try #require(shown?.split(separator: " ").last.map(String.init), "the device showed no passkey")
+            try input.fileHandleForWriting.write(contentsOf: Data((passkey + "\n").utf8))
+            try input.fileHandleForWriting.close()
+            let echo = try await command.value
+            expectSuccess(echo)
+            #expect(echo.stdout.contains("typed"), "\(echo)")
+            #expect(echo.stderr.contains("asks for the passkey"), "\(echo)")
+            try await forgetBothEnds(session)
+        }
+    }
+
+    /// A device that wants a passkey, and nobody to answer (no --pair; the rig's other agent is the
+    /// device's own, which answers only for its adapter): BlueZ holds the subscription while it pairs.
+    /// Before, smp retried and ended with "no answer on D-Bus in time ... the service may be busy or
+    /// hung"; now it says at once how to pair. Runs last (the suite is serialized, in this order):
+    /// afterwards this bluetoothd 5.66 resolved no device's services within 20 s until restarted, which
+    /// the next configuration does.
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func aDeviceThatWantsAPasskeySaysHowToPair() async throws {
+        try await withDevice(["--ble-security", "authenticated"]) { session in
+            try await forgetBothEnds(session)
             let first = try await session.smp(["os", "echo", "unpaired"])
             expectStatus(first, SMPExit.transport)
-            #expect(first.stderr.contains("bluetoothctl pair \(RealBlueZ.deviceAddress)"), "\(first)")
+            #expect(first.stderr.contains("smp ble pair \(RealBlueZ.deviceAddress)") && first.stderr.contains("--pair"), "\(first)")
             #expect(first.stderr.contains("encrypted link") && !first.stderr.contains("busy or hung") && !first.stderr.contains("baud"), "\(first)")
             #expect(await RealBlueZ.knowsDevice(), "bluetoothd stopped answering")
         }
@@ -280,6 +361,7 @@ enum RealBlueZ {
     static let clientAdapter = environment["SMP_BLE_CLIENT_ADAPTER"] ?? "hci0"
     static let deviceAdapter = environment["SMP_BLE_DEVICE_ADAPTER"] ?? "hci1"
     static let deviceAddress = environment["SMP_BLE_DEVICE_ADDRESS"] ?? ""
+    static let clientAddress = environment["SMP_BLE_CLIENT_ADDRESS"] ?? ""
     /// Which tests a link configuration runs (`SMP_BLE_SUITE`).
     enum Suite: String {
         /// Everything (plain ATT at MTU 517).

@@ -105,6 +105,14 @@ public struct BlueZClient: Sendable {
         }
     }
 
+    /// `Device1.Pair`: connects when needed and pairs, asking the registered agent; returns when done.
+    /// - Throws: BlueZ's `DBusError` (`org.bluez.Error.AuthenticationFailed`, `AlreadyExists`, ...).
+    public func pair(_ device: BlueZDeviceInfo, timeout: Duration) async throws {
+        _ = try await connection.call(
+            .methodCall(destination: BlueZ.service, path: device.path, interface: BlueZ.deviceInterface, member: "Pair"),
+            timeout: timeout)
+    }
+
     /// `Device1.Disconnect`; errors are ignored.
     public func disconnect(_ path: DBusObjectPath) async {
         _ = try? await connection.call(
@@ -197,7 +205,7 @@ public struct BlueZClient: Sendable {
         case "org.bluez.Error.NotAuthorized", "org.bluez.Error.AuthenticationFailed", "org.bluez.Error.NotPermitted":
             return McuMgrError(
                 .transport,
-                "\(operation): \(error.message.isEmpty ? error.name : error.message); the device may require pairing (since Zephyr 4.0 the SMP characteristic needs an authenticated link by default): pair with `bluetoothctl pair ADDRESS` first"
+                "\(operation): \(error.message.isEmpty ? error.name : error.message); the device may require pairing (since Zephyr 4.0 the SMP characteristic needs an authenticated link by default): pair first with `smp ble pair ADDRESS`, or run the command with --pair"
             )
         case "org.bluez.Error.Failed", "org.bluez.Error.NotAvailable", "org.bluez.Error.NotConnected":
             return McuMgrError(.transport, "\(operation) failed: \(error.message.isEmpty ? error.name : error.message)")

@@ -10,6 +10,10 @@ public enum BlueZ {
     public static let gattManagerInterface = "org.bluez.GattManager1"
     public static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
     public static let advertisementInterface = "org.bluez.LEAdvertisement1"
+    public static let agentManagerInterface = "org.bluez.AgentManager1"
+    public static let agentInterface = "org.bluez.Agent1"
+    /// Where BlueZ serves AgentManager1.
+    public static let agentManagerPath: DBusObjectPath = "/org/bluez"
 }
 
 /// An adapter (`/org/bluez/hci0`).
@@ -55,6 +59,9 @@ public struct BlueZDeviceInfo: Sendable, Hashable {
     public var connected: Bool
     public var servicesResolved: Bool
     public var paired: Bool
+    /// Whether BlueZ stored keys for the device (`Bonded`, BlueZ 5.67 and later; nil before): paired
+    /// without a bond means the keys last only for the connection.
+    public var bonded: Bool?
 
     init(path: DBusObjectPath, properties: [String: DBusValue]) {
         self.path = path
@@ -70,6 +77,7 @@ public struct BlueZDeviceInfo: Sendable, Hashable {
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
         self.paired = properties["Paired"]?.bool ?? false
+        self.bonded = properties["Bonded"]?.bool
     }
 
     /// Applies a PropertiesChanged of Device1.
@@ -84,6 +92,7 @@ public struct BlueZDeviceInfo: Sendable, Hashable {
         merged["Connected"] = .boolean(connected)
         merged["ServicesResolved"] = .boolean(servicesResolved)
         merged["Paired"] = .boolean(paired)
+        if let bonded { merged["Bonded"] = .boolean(bonded) }
         merged["Adapter"] = .objectPath(adapterPath)
         for key in invalidated { merged[key] = nil }
         merged.merge(changed) { _, new in new }

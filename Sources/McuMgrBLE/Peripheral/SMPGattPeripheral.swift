@@ -69,13 +69,21 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         /// The longest notification value the peripheral sends; nil: as much as the link carries
         /// (ATT MTU − 3, as Zephyr's smp_bt).
         public var notificationSize: Int?
+        /// Answer pairing as a device with these I/O capabilities (a default BlueZ agent of the
+        /// peripheral's: comparisons confirmed, Just Works accepted, passkeys to show reported through
+        /// `onPairing`); nil registers no agent (BlueZ then answers with the agent it has, if any).
+        public var pairing: BLEIOCapability?
+        /// The passkey the peripheral types when pairing asks it for one (keyboard capabilities).
+        public var passkey: UInt32?
 
         public init(
             adapter: String, localName: String = "smp-sim", attMTU: Int = 247, acquire: Bool = true,
             busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral",
             responseDelay: Duration = .zero, reassembly: Bool = true, bufferSize: Int = BLEFramingCodec.defaultMaximumPacketSize,
-            security: Security = .open, notificationSize: Int? = nil
+            security: Security = .open, notificationSize: Int? = nil, pairing: BLEIOCapability? = nil, passkey: UInt32? = nil
         ) {
+            self.pairing = pairing
+            self.passkey = passkey
             self.security = security
             self.notificationSize = notificationSize
             self.responseDelay = responseDelay
@@ -95,6 +103,7 @@ public final class SMPGattPeripheral: @unchecked Sendable {
 
     public let configuration: Configuration
     private let handler: RequestHandler
+    private let onPairing: (@Sendable (String) -> Void)?
     private let logger: Logger
     private let lock = NIOLock()
     private var client: BlueZClient?
@@ -105,10 +114,12 @@ public final class SMPGattPeripheral: @unchecked Sendable {
     public init(
         configuration: Configuration,
         logger: Logger = Logger(label: "mcumgr.ble.peripheral", factory: { _ in SwiftLogNoOpLogHandler() }),
+        onPairing: (@Sendable (String) -> Void)? = nil,
         handler: @escaping RequestHandler
     ) {
         precondition((23...517).contains(configuration.attMTU), "the ATT MTU is 23...517")
         self.configuration = configuration
+        self.onPairing = onPairing
         self.logger = logger
         self.handler = handler
     }
@@ -150,6 +161,12 @@ public final class SMPGattPeripheral: @unchecked Sendable {
                     member: "RegisterApplication", [.objectPath(configuration.applicationPath), .properties([:])])
             } catch let error as DBusError {
                 throw BlueZClient.map(error, "registering the SMP GATT application on \(adapter.label)")
+            }
+            if let capability = configuration.pairing {
+                _ = try await BlueZAgent.register(
+                    on: connection, capability: capability,
+                    delegate: PeripheralPairing(passkey: configuration.passkey, report: onPairing ?? { _ in }),
+                    path: configuration.applicationPath.appending("agent"), asDefault: true, adapter: adapter.path)
             }
             lock.withLock {
                 self.client = client
@@ -555,5 +572,32 @@ final class LockedAssembler: @unchecked Sendable {
 
     func take(_ bytes: [UInt8]) -> [SMPWriteAssembler.Outcome] {
         lock.withLock { assembler.take(bytes) }
+    }
+}
+
+/// A peripheral's answers to pairing: it accepts, and says what a person at the device would see.
+struct PeripheralPairing: BLEPairingDelegate {
+    var passkey: UInt32?
+    var report: @Sendable (String) -> Void
+
+    func passkey(for device: String) async -> UInt32? {
+        if let passkey { report("pairing with \(device): typed the passkey \(BLEPasskey.text(passkey))") } else {
+            report("pairing with \(device): asked for a passkey, and none was given (--ble-passkey); refused")
+        }
+        return passkey
+    }
+
+    func display(passkey: UInt32, entered: Int?, for device: String) {
+        report("pairing with \(device): passkey \(BLEPasskey.text(passkey))")
+    }
+
+    func confirm(passkey: UInt32, for device: String) async -> Bool {
+        report("pairing with \(device): passkey \(BLEPasskey.text(passkey)) confirmed")
+        return true
+    }
+
+    func authorize(_ device: String) async -> Bool {
+        report("pairing with \(device): accepted (no passkey)")
+        return true
     }
 }

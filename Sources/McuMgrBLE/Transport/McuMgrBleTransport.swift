@@ -26,6 +26,9 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
     /// Where what was learned about each device (buffers, reassembly) is kept between runs; nil to
     /// learn it on every connection.
     public let deviceMemory: BLEDeviceMemory?
+    /// Who answers when a device that wants an encrypted link must be paired first; nil: such a
+    /// device fails with the command that pairs it (`smp ble pair`).
+    public let pairing: (any BLEPairingDelegate)?
     private let logger: Logger
     private let lock = NIOLock()
     private var link: BleLink?
@@ -33,16 +36,20 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
     public init(
         configuration: Configuration,
         logger: Logger = Logger(label: "mcumgr.ble", factory: { _ in SwiftLogNoOpLogHandler() }),
-        deviceMemory: BLEDeviceMemory? = .standard
+        deviceMemory: BLEDeviceMemory? = .standard, pairing: (any BLEPairingDelegate)? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
         self.deviceMemory = deviceMemory
+        self.pairing = pairing
     }
 
     /// A transport for a `ble:` URI.
-    public convenience init(uri: McuMgrDeviceURI, logger: Logger = Logger(label: "mcumgr.ble", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
-        self.init(configuration: try Configuration(uri: uri), logger: logger)
+    public convenience init(
+        uri: McuMgrDeviceURI, logger: Logger = Logger(label: "mcumgr.ble", factory: { _ in SwiftLogNoOpLogHandler() }),
+        pairing: (any BLEPairingDelegate)? = nil
+    ) throws {
+        self.init(configuration: try Configuration(uri: uri), logger: logger, pairing: pairing)
     }
 
     public var name: String { configuration.uri.description }
@@ -79,7 +86,7 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
     /// A new, unopened transport to the same device with the same settings: what a reconnect strategy
     /// (e.g. after a firmware upgrade's reset) can return. Reopening this transport works as well.
     public func recreated() -> McuMgrBleTransport {
-        McuMgrBleTransport(configuration: configuration, logger: logger)
+        McuMgrBleTransport(configuration: configuration, logger: logger, deviceMemory: deviceMemory, pairing: pairing)
     }
 
     public func maximumPacketSize(deviceBufferSize: Int) -> Int {
@@ -101,7 +108,7 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
             throw McuMgrError(.transport, "cannot reach BlueZ for \(name): \(error.message)")
         }
         do {
-            let opened = try await BleConnector(configuration: configuration, client: client, logger: logger, name: name)
+            let opened = try await BleConnector(configuration: configuration, client: client, logger: logger, name: name, pairing: pairing)
                 .connect(handler: handler)
             await learnProfile(of: opened)
             // Lost while asking about the device: say so now rather than on the first request.
@@ -386,6 +393,9 @@ struct BleConnector {
     let client: BlueZClient
     let logger: Logger
     let name: String
+    /// Who answers pairing questions when the device wants pairing; nil: pairing is not this
+    /// connector's to start, and a device that wants it fails with the command to pair.
+    var pairing: (any BLEPairingDelegate)? = nil
 
     /// A failure worth retrying while a device that just reset comes back; `rediscover` when BlueZ
     /// dropped the device's object (it removes an unpaired device some 30 s after it disconnects).
@@ -409,9 +419,11 @@ struct BleConnector {
     /// BlueZ's answer (and not a D-Bus NoReply) ends a failed one.
     var connectCallTimeout: Duration { configuration.connectTimeout + .seconds(10) }
 
-    /// A failure that retrying cannot fix (the device wants pairing).
+    /// A failure that retrying cannot fix, unless it is pairing that the device wants and the caller
+    /// lets this connector pair.
     private struct Fatal: Error {
         var error: McuMgrError
+        var wantsPairing = false
     }
 
     /// Whether BlueZ refused for lack of pairing, authentication or encryption.
@@ -427,15 +439,52 @@ struct BleConnector {
         let objects = try await client.objects()
         let adapter = try client.adapter(named: configuration.adapter, in: objects)
         var device = try await findDevice(adapter: adapter, objects: objects)
+        // Allowed to pair: a device not paired yet is paired first, with this process answering (an
+        // agent of its own for this pairing; BlueZ's default agent, a desktop's, is left alone).
+        let pairedNow = pairing != nil && !device.paired
+        if let pairing, pairedNow {
+            device = try await BLEBonds.pair(
+                device, client: client, capability: .keyboardDisplay, delegate: pairing, timeout: Self.pairingTimeout, keepConnection: true)
+        }
+        return try await connect(device: &device, adapter: adapter, handler: handler, pairedNow: pairedNow)
+    }
+
+    /// How long pairing may take, a person typing a passkey included.
+    static let pairingTimeout = Duration.seconds(90)
+
+    private func connect(
+        device: inout BlueZDeviceInfo, adapter: BlueZAdapterInfo, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void,
+        pairedNow: Bool
+    ) async throws -> BleLink {
         let deadline = ContinuousClock.now + configuration.scanTimeout
         let ownership = Ownership()
+        // A connection pairing made is this transport's to close.
+        ownership.calledConnect = pairedNow && device.connected
         var attempt = 0
+        var paired = pairedNow
         while true {
             attempt += 1
             do {
                 return try await attach(device: device, adapter: adapter, ownership: ownership, handler: handler)
             } catch let fatal as Fatal {
+                if let pairing, fatal.wantsPairing, !paired {
+                    // Paired when connecting, but the bond was lost since (on the device's side, or
+                    // BlueZ's): pair again, then connect again.
+                    paired = true
+                    logger.debug("BLE: \(device.label) wants pairing: \(fatal.error.message); pairing")
+                    device = try await BLEBonds.pair(
+                        device, client: client, capability: .keyboardDisplay, delegate: pairing, timeout: Self.pairingTimeout,
+                        keepConnection: true)
+                    ownership.calledConnect = ownership.calledConnect || device.connected
+                    continue
+                }
                 if ownership.calledConnect { await client.disconnect(device.path) }
+                if fatal.wantsPairing, paired {
+                    let address = device.address?.rawValue ?? "ADDRESS"
+                    throw McuMgrError(
+                        .transport,
+                        "paired with \(device.label), and it still refuses (\(fatal.error.message)); it may want a pairing with a passkey (authenticated, MITM-protected): remove the bond with `smp ble forget \(address)`, then pair again with `smp ble pair \(address)` and type or confirm the passkey")
+                }
                 throw fatal.error
             } catch let retry as Retry {
                 // At least one retry, however slow the first attempt was.
@@ -443,7 +492,7 @@ struct BleConnector {
                     // A connection this transport asked for is not left behind (the device would stay
                     // connected and stop advertising to every other client).
                     if ownership.calledConnect { await client.disconnect(device.path) }
-                    throw retry.error
+                    throw Self.withLostBondHint(retry.error, device: device)
                 }
                 logger.debug("BLE connect attempt \(attempt) to \(device.label): \(retry.error.message); retrying")
                 try await Task.sleep(for: .milliseconds(300))
@@ -462,7 +511,7 @@ struct BleConnector {
     }
 
     /// The device from BlueZ's objects, or found by a scan.
-    private func findDevice(adapter: BlueZAdapterInfo, objects: BlueZObjects) async throws -> BlueZDeviceInfo {
+    func findDevice(adapter: BlueZAdapterInfo, objects: BlueZObjects) async throws -> BlueZDeviceInfo {
         let known = objects.devices(on: adapter.path)
         if case .address = configuration.target, let device = known.first(where: matches) { return device }
         if case .name = configuration.target, let device = known.first(where: { matches($0) && ($0.connected || $0.discovered) }) {
@@ -521,7 +570,7 @@ struct BleConnector {
                 try await client.connect(device, timeout: connectCallTimeout)
             } catch let error as DBusError {
                 let mapped = BlueZClient.map(error, "connecting to \(device.label)")
-                if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device)) }
+                if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device), wantsPairing: true) }
                 if error.name == DBusError.noReply {
                     throw Retry(
                         error: McuMgrError(
@@ -578,7 +627,7 @@ struct BleConnector {
             let services = objects.serviceUUIDs(of: devicePath)
             let error = McuMgrError(
                 .transport,
-                "\(device.label) has no SMP service (\(SMPGattUUID.service)); its services: \(services.isEmpty ? "none" : services.joined(separator: ", ")). The firmware needs CONFIG_MCUMGR_TRANSPORT_BT; if it requires encryption, pair first (`bluetoothctl pair \(device.address?.rawValue ?? "ADDRESS")`)"
+                "\(device.label) has no SMP service (\(SMPGattUUID.service)); its services: \(services.isEmpty ? "none" : services.joined(separator: ", ")). The firmware needs CONFIG_MCUMGR_TRANSPORT_BT; if it requires encryption, pair first (`smp ble pair \(device.address?.rawValue ?? "ADDRESS")`)"
             )
             // A device that advertises SMP but shows no characteristic yet may still be booting.
             if !weConnected {
@@ -620,7 +669,7 @@ struct BleConnector {
         let address = device.address?.rawValue ?? "ADDRESS"
         return McuMgrError(
             .transport,
-            "subscribing to the SMP notifications of \(device.label) got no answer: BlueZ is pairing with it (the device asks for an encrypted link, as Zephyr's SMP transport does unless built with CONFIG_MCUMGR_TRANSPORT_BT_PERM_RW) and no pairing agent answered. Pair first, e.g. `bluetoothctl pair \(address)` (confirm the passkey it shows), or accept the pairing in your desktop's Bluetooth dialog, then run the command again"
+            "subscribing to the SMP notifications of \(device.label) got no answer: BlueZ is pairing with it (the device asks for an encrypted link, as Zephyr's SMP transport does unless built with CONFIG_MCUMGR_TRANSPORT_BT_PERM_RW) and no pairing agent answered. Pair first with `smp ble pair \(address)` (it asks for the passkey the device shows), or run the command again with --pair, or accept the pairing in your desktop's Bluetooth dialog"
         )
     }
 
@@ -672,7 +721,7 @@ struct BleConnector {
                 } catch let error as DBusError where error.name == DBusError.noReply {
                     // Subscribing writes the device's CCC descriptor; BlueZ holds the call while it
                     // pairs when the device asks for an encrypted link.
-                    if let stalled = await pairingStalled(device) { throw Fatal(error: stalled) }
+                    if let stalled = await pairingStalled(device) { throw Fatal(error: stalled, wantsPairing: true) }
                 } catch {
                     // Not offered or refused: StartNotify below.
                 }
@@ -695,8 +744,8 @@ struct BleConnector {
                     try await client.startNotify(characteristic: characteristic.path)
                 } catch let error as DBusError {
                     let mapped = BlueZClient.map(error, "subscribing to the SMP notifications of \(device.label)")
-                    if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device)) }
-                    if error.name == DBusError.noReply, let stalled = await pairingStalled(device) { throw Fatal(error: stalled) }
+                    if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device), wantsPairing: true) }
+                    if error.name == DBusError.noReply, let stalled = await pairingStalled(device) { throw Fatal(error: stalled, wantsPairing: true) }
                     throw mapped
                 }
             }
@@ -760,15 +809,26 @@ struct BleConnector {
 }
 
 extension BleConnector {
+    /// A paired device that will not keep a link may have lost its bond (erased by a factory reset or
+    /// new firmware) while this computer kept it: encryption with the old keys then fails at once, and
+    /// BlueZ reports only that the connection ended. Said where nothing else explains the failure.
+    static func withLostBondHint(_ error: McuMgrError, device: BlueZDeviceInfo) -> McuMgrError {
+        guard device.paired, !error.message.contains("smp ble") else { return error }
+        let address = device.address?.rawValue ?? "ADDRESS"
+        return McuMgrError(
+            error.kind,
+            "\(error.message). This computer holds a bond with \(device.label): if the device erased its bonds (a factory reset, new firmware), remove the old one with `smp ble forget \(address)`, then pair again with `smp ble pair \(address)`")
+    }
+
     /// The error for a device that wants pairing, with the command that pairs it.
     static func pairingError(_ mapped: McuMgrError, device: BlueZDeviceInfo) -> McuMgrError {
-        if mapped.message.contains("bluetoothctl pair ADDRESS"), let address = device.address {
-            return McuMgrError(.transport, mapped.message.replacing("bluetoothctl pair ADDRESS", with: "bluetoothctl pair \(address)"))
+        if mapped.message.contains("smp ble pair ADDRESS"), let address = device.address {
+            return McuMgrError(.transport, mapped.message.replacing("smp ble pair ADDRESS", with: "smp ble pair \(address)"))
         }
-        guard !mapped.message.contains("bluetoothctl pair") else { return mapped }
+        guard !mapped.message.contains("smp ble pair") else { return mapped }
         return McuMgrError(
             .transport,
-            "\(mapped.message); \(device.label) wants an authenticated or encrypted link (Zephyr 4.0+ requires one for SMP by default): pair first with `bluetoothctl pair \(device.address?.rawValue ?? "ADDRESS")`"
+            "\(mapped.message); \(device.label) wants an authenticated or encrypted link (Zephyr 4.0+ requires one for SMP by default): pair first with `smp ble pair \(device.address?.rawValue ?? "ADDRESS")`, or run the command with --pair"
         )
     }
 }

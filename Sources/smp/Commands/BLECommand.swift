@@ -14,14 +14,14 @@ import McuMgrDBus
 struct BLECommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ble",
-        abstract: "Bluetooth LE: find devices that advertise the SMP service.",
+        abstract: "Bluetooth LE: find devices that advertise the SMP service; pair, list bonds, forget.",
         discussion: """
             Devices are reached through BlueZ on the system bus ($DBUS_SYSTEM_BUS_ADDRESS for another bus). \
             Use a device as --device ble:AA:BB:CC:DD:EE:FF or --device ble:name=NAME, with options \
             adapter=hci1, timeout=S (scan), connect-timeout=S, mtu=N (ATT MTU when BlueZ reports none), \
             reassembly=off (every request in one write), acquire=off (no AcquireWrite/AcquireNotify).
             """,
-        subcommands: [Scan.self])
+        subcommands: [Scan.self, Pair.self, Bonds.self, Forget.self])
 
     struct Scan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

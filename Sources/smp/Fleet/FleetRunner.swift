@@ -260,7 +260,7 @@ enum FleetRunner {
         logger.logLevel = global.verbosity >= 2 ? .trace : global.verbose ? .debug : Terminal.quietLogLevel
         var devices: [McuMgrFleet.Device] = []
         for target in targets {
-            let transport = try DeviceResolver.transport(for: target.uri, logger: logger)
+            let transport = try DeviceResolver.transport(for: target.uri, logger: logger, pair: global.pair)
             var reconnection = DFUCommand.reconnection(for: target.uri)
             if let follower = target.follower {
                 let options = target.uri.options

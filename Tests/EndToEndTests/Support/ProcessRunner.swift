@@ -21,9 +21,10 @@ struct ProcessResult: Sendable, CustomStringConvertible {
 
 /// Runs a program to completion with a hard timeout, capturing stdout, stderr and the exit code.
 enum ProcessRunner {
+    /// - Parameter input: the child's standard input (the test writes to its other end); nil: /dev/null.
     static func run(
         _ executable: URL, _ arguments: [String], timeout: Double = 60, environment: [String: String] = [:],
-        currentDirectory: URL? = nil
+        currentDirectory: URL? = nil, input: Pipe? = nil
     ) async throws -> ProcessResult {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
@@ -31,7 +32,7 @@ enum ProcessRunner {
                     continuation.resume(
                         returning: try runBlocking(
                             executable, arguments, timeout: timeout, environment: environment,
-                            currentDirectory: currentDirectory))
+                            currentDirectory: currentDirectory, input: input))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -41,7 +42,7 @@ enum ProcessRunner {
 
     static func runBlocking(
         _ executable: URL, _ arguments: [String], timeout: Double, environment: [String: String],
-        currentDirectory: URL?
+        currentDirectory: URL?, input: Pipe? = nil
     ) throws -> ProcessResult {
         let process = Process()
         process.executableURL = executable
@@ -59,7 +60,7 @@ enum ProcessRunner {
         let stderrPipe = Pipe()
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input ?? FileHandle.nullDevice
 
         let readers = DispatchGroup()
         let output = LockedBox((Data(), Data()))
@@ -85,6 +86,7 @@ enum ProcessRunner {
         // The child has its own copies; close ours so reads end at the child's exit.
         try? stdoutPipe.fileHandleForWriting.close()
         try? stderrPipe.fileHandleForWriting.close()
+        try? input?.fileHandleForReading.close()
         childSpawnLock.unlock()
         spawnLocked = false
 

@@ -99,6 +99,25 @@ final class SimProcess: @unchecked Sendable {
         }
     }
 
+    /// Waits (off the cooperative threads) for a line of the simulator's output that `matches`, for at
+    /// most `timeout` seconds: the line, or nil.
+    func waitForLine(timeout: Double = 120, _ matches: @escaping @Sendable (String) -> Bool) async -> String? {
+        let lines = self.lines
+        let condition = linesChanged
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let deadline = Date().addingTimeInterval(timeout)
+                condition.lock()
+                defer { condition.unlock() }
+                while true {
+                    let current = lines.value
+                    if let line = current.first(where: matches) { return continuation.resume(returning: line) }
+                    if current.last == "<eof>" || !condition.wait(until: deadline) { return continuation.resume(returning: nil) }
+                }
+            }
+        }
+    }
+
     private var expectedFrontEnds: Int {
         var count = 0
         var index = 0

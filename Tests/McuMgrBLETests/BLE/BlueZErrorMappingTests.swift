@@ -19,7 +19,7 @@ import Testing
     @Test(arguments: ["org.bluez.Error.NotAuthorized", "org.bluez.Error.AuthenticationFailed", "org.bluez.Error.NotPermitted"])
     func pairingErrorsSayHowToPair(_ name: String) {
         let error = BlueZClient.map(DBusError(name: name, message: "Not paired"), "subscribing to the SMP notifications")
-        #expect(error.message.contains("bluetoothctl pair"), "\(error.message)")
+        #expect(error.message.contains("smp ble pair"), "\(error.message)")
         #expect(!error.message.contains("baud"))
     }
 

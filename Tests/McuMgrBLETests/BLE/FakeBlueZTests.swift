@@ -18,41 +18,73 @@ final class FakeBlueZ: @unchecked Sendable {
         case refuseNotifyWithoutSignals(name: String, message: String)
     }
 
+    /// How `Device1.Pair` goes: the method it asks the registered agent for (the passkey it expects,
+    /// or the one it shows), then Paired turns true; nil: Pair fails with NotSupported.
+    enum Pairing {
+        case passkeyEntry(expected: UInt32)
+        case comparison(shown: UInt32)
+        case justWorks
+    }
+
     static let adapterPath: DBusObjectPath = "/org/bluez/hci0"
     static let address = "00:11:22:33:44:55"
     static var devicePath: DBusObjectPath { adapterPath.appending("dev_00_11_22_33_44_55") }
 
     let connection: DBusConnection
     let behaviour: Behaviour
+    let pairing: Pairing?
     let connectCalls = LockedCounterBox()
+    /// The agents registered (unique name, path, capability), and the default one.
+    let agents = LockedValue<[(sender: String, path: DBusObjectPath, capability: String)]>([])
+    let defaultAgent = LockedValue<DBusObjectPath?>(nil)
+    let removedDevices = LockedValue<[DBusObjectPath]>([])
 
-    private init(connection: DBusConnection, behaviour: Behaviour) {
+    private init(connection: DBusConnection, behaviour: Behaviour, pairing: Pairing?) {
         self.connection = connection
         self.behaviour = behaviour
+        self.pairing = pairing
     }
 
-    static func start(address busAddress: String, behaviour: Behaviour, rssi: Int16 = -50) async throws -> FakeBlueZ {
+    static func start(
+        address busAddress: String, behaviour: Behaviour, rssi: Int16 = -50, pairing: Pairing? = nil, paired: Bool = false
+    ) async throws -> FakeBlueZ {
         let connection = try await DBusConnection.connect(address: busAddress)
-        let bluez = FakeBlueZ(connection: connection, behaviour: behaviour)
+        let bluez = FakeBlueZ(connection: connection, behaviour: behaviour, pairing: pairing)
         try connection.exportObjectManager(at: .root)
+        try connection.export(
+            ScriptedObject([BlueZ.agentManagerInterface: [:]]) { [weak bluez] call in
+                guard let bluez else { return [] }
+                return try bluez.agentManagerCall(call)
+            },
+            at: BlueZ.agentManagerPath)
         try connection.export(
             ScriptedObject(
                 [
                     BlueZ.adapterInterface: [
                         "Address": .string("00:00:5E:00:53:00"), "Powered": .boolean(true), "Alias": .string("fake"),
                     ]
-                ]) { _ in [] },
+                ]) { [weak bluez] call in
+                    guard let bluez, call.member == "RemoveDevice", let path = call.arguments.first?.objectPath else { return [] }
+                    guard path == devicePath else { throw DBusError(name: "org.bluez.Error.DoesNotExist", message: "Does Not Exist") }
+                    bluez.removedDevices.withValue { $0.append(path) }
+                    bluez.device?.set(BlueZ.deviceInterface, ["Paired": .boolean(false)])
+                    return []
+                },
             at: adapterPath)
         let device = ScriptedObject(
             [
                 BlueZ.deviceInterface: [
                     "Address": .string(address), "Name": .string("locked"), "Connected": .boolean(false),
                     "ServicesResolved": .boolean(false), "UUIDs": .strings([SMPGattUUID.service]),
-                    "Adapter": .objectPath(adapterPath), "RSSI": .int16(rssi),
+                    "Adapter": .objectPath(adapterPath), "RSSI": .int16(rssi), "Paired": .boolean(paired),
                 ]
             ]) { [weak bluez] call in
                 guard let bluez else { return [] }
                 return try bluez.deviceCall(call)
+            } deferred: { [weak bluez] call, reply in
+                guard let bluez, call.member == "Pair" else { return false }
+                Task { await bluez.pair(reply) }
+                return true
             }
         bluez.device = device
         try connection.export(device, at: devicePath)
@@ -61,6 +93,63 @@ final class FakeBlueZ: @unchecked Sendable {
     }
 
     private var device: ScriptedObject?
+
+    private func agentManagerCall(_ call: DBusMethodCall) throws -> [DBusValue] {
+        switch call.member {
+        case "RegisterAgent":
+            guard let path = call.arguments.first?.objectPath, let capability = call.arguments.last?.string else {
+                throw DBusError(name: "org.bluez.Error.InvalidArguments", message: "Invalid arguments")
+            }
+            agents.withValue { $0.append((call.sender, path, capability)) }
+        case "RequestDefaultAgent":
+            defaultAgent.withValue { $0 = call.arguments.first?.objectPath }
+        case "UnregisterAgent":
+            let path = call.arguments.first?.objectPath
+            agents.withValue { $0.removeAll { $0.path == path && $0.sender == call.sender } }
+            defaultAgent.withValue { if $0 == path { $0 = nil } }
+        default:
+            throw DBusError.unknownMethod(call)
+        }
+        return []
+    }
+
+    /// `Device1.Pair`: asks the agent that the last registration named, as bluetoothd asks the
+    /// caller's agent, and answers as bluetoothd does.
+    private func pair(_ reply: DBusReply) async {
+        guard let pairing else {
+            return reply.fail(DBusError(name: "org.bluez.Error.NotSupported", message: "Operation is not supported"))
+        }
+        if device?.interfaceProperties[BlueZ.deviceInterface]?["Paired"]?.bool == true {
+            return reply.fail(DBusError(name: "org.bluez.Error.AlreadyExists", message: "Already Exists"))
+        }
+        guard let agent = agents.value.last else {
+            return reply.fail(DBusError(name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed"))
+        }
+        func ask(_ member: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+            try await connection.call(
+                destination: agent.sender, path: agent.path, interface: BlueZ.agentInterface, member: member,
+                [.objectPath(Self.devicePath)] + arguments, timeout: .seconds(30))
+        }
+        do {
+            switch pairing {
+            case .passkeyEntry(let expected):
+                let answer = try await ask("RequestPasskey", [])
+                guard answer.first?.int == Int(expected) else {
+                    return reply.fail(DBusError(name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed"))
+                }
+            case .comparison(let shown):
+                _ = try await ask("RequestConfirmation", [.uint32(shown)])
+            case .justWorks:
+                break
+            }
+        } catch let error as DBusError where error.name == "org.bluez.Error.Rejected" {
+            return reply.fail(DBusError(name: "org.bluez.Error.AuthenticationRejected", message: "Authentication Rejected"))
+        } catch {
+            return reply.fail(DBusError(name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed"))
+        }
+        device?.set(BlueZ.deviceInterface, ["Paired": .boolean(true)])
+        reply.succeed()
+    }
 
     /// Whether the device is connected now (a client that connected and then failed must disconnect).
     var isConnected: Bool { device?.interfaceProperties[BlueZ.deviceInterface]?["Connected"]?.bool ?? false }
@@ -103,15 +192,32 @@ final class FakeBlueZ: @unchecked Sendable {
     }
 }
 
-/// An exported object with settable properties and a scripted method handler.
-final class ScriptedObject: DBusExportedObject, @unchecked Sendable {
+/// An exported object with settable properties and a scripted method handler; `deferred` may take a
+/// call to answer later (returning true).
+final class ScriptedObject: DBusDeferringObject, @unchecked Sendable {
     private let lock = NSLock()
     private var properties: [String: [String: DBusValue]]
     private let handler: @Sendable (DBusMethodCall) throws -> [DBusValue]
+    private let deferred: @Sendable (DBusMethodCall, DBusReply) -> Bool
 
-    init(_ properties: [String: [String: DBusValue]], handler: @escaping @Sendable (DBusMethodCall) throws -> [DBusValue]) {
+    init(
+        _ properties: [String: [String: DBusValue]], handler: @escaping @Sendable (DBusMethodCall) throws -> [DBusValue],
+        deferred: @escaping @Sendable (DBusMethodCall, DBusReply) -> Bool = { _, _ in false }
+    ) {
         self.properties = properties
         self.handler = handler
+        self.deferred = deferred
+    }
+
+    func handle(_ call: DBusMethodCall, reply: DBusReply) {
+        if deferred(call, reply) { return }
+        do {
+            reply.succeed(try handler(call))
+        } catch let error as DBusError {
+            reply.fail(error)
+        } catch {
+            reply.fail(DBusError(name: DBusError.failed, message: "\(error)"))
+        }
     }
 
     var interfaceProperties: [String: [String: DBusValue]] { lock.withLock { properties } }
@@ -155,7 +261,7 @@ struct FakeBlueZTests {
             var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=20"))
             configuration.busAddress = rig.address
             let started = ContinuousClock.now
-            await expectMcuMgrError(.transport, containing: ["bluetoothctl pair \(FakeBlueZ.address)"]) {
+            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
                 try await McuMgrBleTransport(configuration: configuration).open { _ in }
             }
             // One connect and no retries: well inside the 20 s the URI allows (the bound is loose, as a
@@ -177,7 +283,7 @@ struct FakeBlueZTests {
             // for a Connected signal, called the device disconnected, and on the next attempt took the
             // link its own Connect had made for someone else's and left it up. Reading them, it reaches
             // the characteristic on its first connection, and closes the link it made when it fails.
-            await expectMcuMgrError(.transport, containing: ["bluetoothctl pair \(FakeBlueZ.address)"]) {
+            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
                 try await McuMgrBleTransport(configuration: configuration).open { _ in }
             }
             #expect(bluez.connectCalls.value == 1)
