@@ -261,10 +261,14 @@ struct RealBlueZTests {
     }
 
     /// Removes the bond at both ends (each adapter's device object of the other), so that the next test
-    /// starts unpaired.
+    /// starts unpaired, and waits until BlueZ has seen the device again (forgetting it removed the
+    /// client's device object, and this rig's scans miss an advertiser now and then).
     func forgetBothEnds(_ session: Session) async throws {
-        _ = try await smp(["ble", "forget", RealBlueZ.deviceAddress, "--adapter", RealBlueZ.clientAdapter], session)
+        let forgotten = try await smp(["ble", "forget", RealBlueZ.deviceAddress, "--adapter", RealBlueZ.clientAdapter], session)
         _ = try await smp(["ble", "forget", RealBlueZ.clientAddress, "--adapter", RealBlueZ.deviceAdapter], session)
+        if forgotten.status == 0 {
+            #expect(try await RealBlueZ.scansUntilSeen() != nil, "BlueZ never saw \(RealBlueZ.deviceAddress) again")
+        }
     }
 
     /// A device that asks for an encrypted link and pairs without a passkey (Just Works, as a Zephyr
@@ -296,7 +300,8 @@ struct RealBlueZTests {
             expectSuccess(pair)
             #expect(pair.stdout.contains("paired with"), "\(pair)")
             let shown = await session.sim.waitForLine { $0.contains("confirmed") }
-            let passkey = try #require(shown?.split(separator: " ").first { $0.count == 6 && $0.allSatisfy(\.isNumber) })
+            let words = (shown ?? "").split(separator: " ").map(String.init)
+            let passkey = try #require(words.first { $0.count == 6 && $0.allSatisfy(\.isNumber) }, "\(String(describing: shown))")
             #expect(pair.stderr.contains("shows the passkey \(passkey)"), "both ends compared the same passkey: \(pair)")
             let echo = try await session.smp(["os", "echo", "authenticated"])
             expectSuccess(echo)
