@@ -11,8 +11,9 @@
 #   link up                      scan, connect, GATT discovery and subscription until the first request
 # Both clients are timed from the link being up to the last answer: smp's --json `transfer_seconds`
 # (fs) and `seconds` (image upload, which includes smp's `os params`), and for the echo the round trip
-# smp logs with -v; smpclient in-process with time.perf_counter() around each call. A whole `smp`
-# command (process start to exit, connection included) is printed beside it.
+# smp logs with -v; smpclient in-process with time.perf_counter() around each call. Link up: what smp
+# logs with -v (`BLE link ... up in N ms`), smpclient's connect(). Whole `smp` commands (process start to
+# exit, connection included) are printed beside them.
 # The guest's link has no air time (btvirt passes packets between controllers in memory) and the guest
 # runs under TCG emulation: the figures compare the two clients on the same stack and link, they are not
 # a radio's rates. The last lines print the ceiling the same MTU would give on a radio (LE 1M PHY,
@@ -145,8 +146,12 @@ smp_runs() {
     local out t0
     settle
     # Echo: the round trip smp logs for the echo request (-v).
+    t0=$(now)
     out="$("$smp" --device "$device" -v os echo hi 2>&1)" || { echo "smp echo failed: $out" >&2; return 1; }
+    record smp whole-echo "$(elapsed "$t0")"
     record smp echo "$(grep -E '<- .*os\(0\) cmd 0 .* after ' <<<"$out" | tail -1 | sed -E 's/.* after ([0-9.]+) ms.*/\1/' |
+        "$py" -c 'import sys; print(float(sys.stdin.read()) / 1000)')"
+    record smp link-up "$(grep -E 'BLE link .* up in [0-9]+ ms' <<<"$out" | sed -E 's/.* up in ([0-9]+) ms.*/\1/' |
         "$py" -c 'import sys; print(float(sys.stdin.read()) / 1000)')"
     settle
     t0=$(now)
@@ -154,7 +159,6 @@ smp_runs() {
         { echo "smp fs upload failed: $out" >&2; return 1; }
     record smp whole-fs-upload "$(elapsed "$t0")"
     record smp fs-upload "$(json_field transfer_seconds <<<"$out")"
-    record smp link-up "$("$py" -c 'import json,sys; d=json.load(sys.stdin); print(d["seconds"] - d["transfer_seconds"])' <<<"$out")"
     settle
     rm -f "$work/back-smp.bin"
     out="$("$smp" --device "$device" --json fs download /lfs1/bench-smp.bin "$work/back-smp.bin")" ||
@@ -228,9 +232,10 @@ for row, label in [("echo", "echo round trip"), ("fs-upload", "fs upload 64 KiB"
         if row != "link-up":
             worst = r if worst is None else min(worst, r)
     print(f"{label:<26} {show(ours):>10} {show(theirs):>10} {ratio:>7}")
-whole = rows["whole-fs-upload"].get("smp")
-if whole:
-    print(f"(a whole `smp fs upload` command, process start to exit with the connection: {statistics.median(whole):.2f} s)")
+for row, what in [("whole-echo", "os echo"), ("whole-fs-upload", "fs upload")]:
+    whole = rows[row].get("smp")
+    if whole:
+        print(f"(a whole `smp {what}` command, process start to exit, connection included: {statistics.median(whole):.2f} s)")
 print(f"ratio: smpclient's time / smp's (above 1: smp is faster); worst transfer row {worst:.2f}x" if worst else "")
 # A radio's ceiling for this MTU: LE 1M PHY, 251-byte LL payloads (data length extension), each packet
 # 2120 us on air + 150 us IFS + an 80 us empty acknowledgement + 150 us IFS; ATT notifications or writes

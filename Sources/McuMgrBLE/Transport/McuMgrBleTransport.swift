@@ -108,8 +108,10 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
             throw McuMgrError(.transport, "cannot reach BlueZ for \(name): \(error.message)")
         }
         do {
+            let started = ContinuousClock.now
             let opened = try await BleConnector(configuration: configuration, client: client, logger: logger, name: name, pairing: pairing)
                 .connect(handler: handler)
+            logger.debug("BLE link \(name) up in \((ContinuousClock.now - started).milliseconds) ms (scan, connect, services, subscription)")
             await learnProfile(of: opened)
             // Lost while asking about the device: say so now rather than on the first request.
             if let lost = opened.lossError { throw lost }
