@@ -55,6 +55,8 @@ final class BLEHarness: @unchecked Sendable {
             let now = monotonicNow()
             let down = event.rebootAt > now ? event.rebootAt - now : .zero
             let up = event.rebootingUntil > now ? event.rebootingUntil - now : .zero
+            // The device's own reboot, as smp-sim --ble times it (the scenario, not a wait for anything):
+            // tests wait for its end with `waitUntilRebooted`, and the device is silent meanwhile.
             Task { [weak self] in
                 try? await Task.sleep(for: down)
                 await peripheral.suspend()
