@@ -263,7 +263,7 @@ struct PyserialRFC2217Tests {
             let lines = self.lines
             readLines(from: handle) { line in lines.withValue { $0.append(line) } }
             var found: Int?
-            let deadline = Date().addingTimeInterval(15)
+            let deadline = Date().addingTimeInterval(60)
             while found == nil && Date() < deadline && process.isRunning {
                 found = lines.value.first { $0.hasPrefix("listening ") }.flatMap { Int($0.dropFirst(10)) }
                 if found == nil { usleep(20_000) }
@@ -275,9 +275,9 @@ struct PyserialRFC2217Tests {
             port = found
         }
 
-        /// Waits (at most 5 s) until the server printed `line`.
+        /// Waits (at most 60 s: a deadline that only stops a hang) until the server printed `line`.
         func waitForLine(_ line: String) throws -> Bool {
-            let deadline = Date().addingTimeInterval(5)
+            let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
                 if lines.value.contains(line) { return true }
                 usleep(20_000)
