@@ -20,12 +20,17 @@ struct BLEEndToEndTests {
         }
     }
 
-    func withBLESimulator<R>(_ extra: [String] = [], _ body: (Session) async throws -> R) async throws -> R {
+    /// - Parameter simEnvironment: added to smp-sim's environment (e.g. `SMP_SIM_DEBUG=1`: its peripheral
+    ///   logs every write it takes on stderr).
+    func withBLESimulator<R>(
+        _ extra: [String] = [], simEnvironment: [String: String] = [:], _ body: (Session) async throws -> R
+    ) async throws -> R {
         let rig = try BLERig.start()
         defer { rig.stop() }
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let sim = try await SimProcess.start(["--ble", BLERig.peripheralAdapter] + extra, environment: rig.environment)
+        let sim = try await SimProcess.start(
+            ["--ble", BLERig.peripheralAdapter] + extra, environment: rig.environment.merging(simEnvironment) { _, new in new })
         defer { sim.stop() }
         #expect(sim.bleAddress == BLERig.peripheralAddress)
         return try await body(Session(rig: rig, sim: sim, directory: directory))
@@ -137,16 +142,19 @@ struct BLEEndToEndTests {
     }
 
     @Test func linkLostMidRequestFailsAtOnce() async throws {
-        // The device answers only after 5 s; it vanishes after 1.5 s.
-        try await withBLESimulator(["--latency", "5000"]) { session in
-            let started = Date()
-            async let result = session.smp(["--timeout", "30", "os", "echo", "never answered"])
-            try await Task.sleep(for: .milliseconds(1500))
+        // The device would answer only after 60 s; it vanishes once it has taken the request (its log
+        // shows the write), so the request is in flight however slow the machine is.
+        try await withBLESimulator(["--latency", "60000"], simEnvironment: ["SMP_SIM_DEBUG": "1"]) { session in
+            async let result = session.smp(["--timeout", "120", "os", "echo", "never answered"], timeout: 240)
+            let taken = await waitUntil { session.sim.stderrText.contains("write of ") }
+            #expect(taken, "smp-sim never took the request: \(session.sim.stderrText.suffix(2000))")
+            let killed = Date()
             session.sim.kill9()
             let finished = try await result
+            // Failed with the link (a timeout would exit 75 and say so), and long before the 120 s timeout.
             expectStatus(finished, SMPExit.transport)
             #expect(finished.stderr.contains("lost"), "\(finished)")
-            #expect(Date().timeIntervalSince(started) < 10, "the request must fail with the link, not time out")
+            #expect(Date().timeIntervalSince(killed) < 60, "the request must fail with the link, not time out")
         }
     }
 

@@ -165,10 +165,12 @@ struct ListedSlot: Sendable, CustomStringConvertible {
 }
 
 extension SimSession {
-    /// The device's image list, read with `smp image list --json` (retried while the device reboots).
-    func imageList(attempts: Int = 30) async throws -> [ListedSlot] {
+    /// The device's image list, read with `smp image list --json` (retried while the device reboots, for
+    /// at most `within` seconds: a deadline, not a count of tries, since a try may fail at once).
+    func imageList(within: Double = 60) async throws -> [ListedSlot] {
         var last: ProcessResult?
-        for _ in 0..<attempts {
+        let deadline = Date().addingTimeInterval(within)
+        while last == nil || Date() < deadline {
             let result = try await smp(["--json", "--timeout", "1", "image", "list"], timeout: 20)
             if result.status == 0, let object = try? JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any],
                 let images = object["images"] as? [[String: Any]]

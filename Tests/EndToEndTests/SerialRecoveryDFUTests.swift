@@ -62,6 +62,7 @@ struct RealSerialRecoveryDFUTests {
     func mcubootRecovery() async throws {
         let qemu = try MCUbootRecoveryQEMU()
         defer { qemu.stop() }
+        try await qemu.waitUntilAnswering()
         let uri = "serial:\(qemu.tty)"
         let list = expectSuccess(try await runSMP(["--device", uri, "--json", "image", "list"], timeout: 60))
         #expect(list.stdout.contains("\"images\":[]"), "\(list)")
@@ -91,6 +92,7 @@ struct RealSingleApplicationDFUTests {
     func applicationIntoRecovery() async throws {
         let qemu = try MCUbootRecoveryQEMU()
         defer { qemu.stop() }
+        try await qemu.waitUntilAnswering()
         let uri = "serial:\(qemu.tty)"
         // Install the shipped application through recovery (the device starts with none). Told single-app, smp
         // sees recovery's list (no active slot) and uploads without a reset: MCUboot ignores boot_mode, so a
@@ -171,25 +173,35 @@ final class MCUbootRecoveryQEMU: @unchecked Sendable {
         qemu.standardError = FileHandle.nullDevice
         qemu.standardInput = FileHandle.nullDevice
         try qemu.run()
-        // socat connects once QEMU listens.
-        var linked = false
-        for _ in 0..<50 where !linked {
-            usleep(100_000)
-            if socat.isRunning || FileManager.default.fileExists(atPath: tty) { break }
-            guard Self.listening(port) else { continue }
+        // socat connects once QEMU listens (deadlines, not counts of tries: QEMU under TCG starts slowly
+        // on a loaded machine).
+        let deadline = Date().addingTimeInterval(60)
+        while !Self.listening(port) && qemu.isRunning && Date() < deadline { usleep(20_000) }
+        if Self.listening(port) {
             socat.executableURL = Self.tool("socat")
             socat.arguments = ["pty,link=\(tty),raw,echo=0", "tcp:127.0.0.1:\(port)"]
             socat.standardOutput = FileHandle.nullDevice
             socat.standardError = FileHandle.nullDevice
             try socat.run()
-            for _ in 0..<50 where !FileManager.default.fileExists(atPath: tty) { usleep(50_000) }
-            linked = FileManager.default.fileExists(atPath: tty)
+            while !FileManager.default.fileExists(atPath: tty) && socat.isRunning && Date() < deadline { usleep(20_000) }
         }
-        guard linked else {
+        guard FileManager.default.fileExists(atPath: tty) else {
             stop()
             throw E2EError("QEMU's UART did not come up on 127.0.0.1:\(port)")
         }
-        usleep(1_000_000)
+    }
+
+    /// Waits until MCUboot answers an SMP request on the pty, as Scripts/firmware-rig.sh does (its
+    /// probe: one echo, any answer counts; serial recovery answers it with ENOTSUP).
+    func waitUntilAnswering(within limit: Double = 60) async throws {
+        let probe = TestEnvironment.repositoryRoot.appendingPathComponent("Scripts/firmware_probe.py")
+        let deadline = Date().addingTimeInterval(limit)
+        while qemu.isRunning && socat.isRunning && Date() < deadline {
+            let answer = try await ProcessRunner.run(
+                URL(fileURLWithPath: "/usr/bin/python3"), [probe.path, "--serial", tty, "--timeout", "1"], timeout: 20)
+            if answer.status == 0 { return }
+        }
+        throw E2EError("MCUboot under QEMU did not answer on \(tty) within \(Int(limit)) s")
     }
 
     static func freePort() throws -> Int {

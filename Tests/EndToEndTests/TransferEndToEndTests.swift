@@ -220,6 +220,7 @@ struct RealFileSystemTransferTests {
     func killedUploadResumesOnZephyr() async throws {
         let device = try RealFileSystemDevice()
         defer { device.stop() }
+        try await device.waitUntilAnswering()
         let uri = "serial:\(device.pty)"  // default options: the link engine finds the line limits
         let payload = randomBytes(4000)
         let local = device.directory.appendingPathComponent("k.bin").path
@@ -297,7 +298,15 @@ final class RealFileSystemDevice: @unchecked Sendable {
             stop()
             throw E2EError("native_sim_serial_fs.exe did not print its pty (see \(log.path))")
         }
-        usleep(300_000)
+    }
+
+    /// Waits until the serial build answers an SMP echo (its pty exists before its SMP server runs).
+    func waitUntilAnswering(within limit: Double = 60) async throws {
+        let deadline = Date().addingTimeInterval(limit)
+        while process.isRunning && Date() < deadline {
+            if try await runSMP(["--device", "serial:\(pty)", "--timeout", "0.5", "os", "echo", "ready"]).status == 0 { return }
+        }
+        throw E2EError("native_sim at \(pty) did not answer an echo within \(Int(limit)) s (see \(directory.path)/device.log)")
     }
 
     func stop() {
@@ -341,8 +350,10 @@ struct RealRepeatedWriteTests {
         }
         let device = try RealFileSystemDevice("udp")
         defer { device.stop() }
+        // Until it answers (a deadline, not a count of tries: a refused one fails at once).
         var ready = false
-        for _ in 0..<50 where !ready {
+        let deadline = Date().addingTimeInterval(60)
+        while !ready && Date() < deadline && device.process.isRunning {
             ready = try await runSMP(["--device", "udp:127.0.0.1:1337", "--timeout", "0.5", "os", "echo", "hi"]).status == 0
         }
         try #require(ready, "native_sim_udp did not answer an echo")

@@ -436,6 +436,7 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 socket = try PacketSocketLink(
                     readFD: ours, writeFD: nil, receiveSize: 65536,
                     onPacket: { [weak self] bytes in
+                        self?.logger.debug("write of \(bytes.count) B on an acquired socket: \(bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: " "))")
                         let outcomes = assembler.take(bytes)
                         self?.process(outcomes)
                     },

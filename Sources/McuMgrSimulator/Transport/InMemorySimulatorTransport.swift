@@ -47,6 +47,7 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     private var handler: (@Sendable (McuMgrTransportEvent) -> Void)?
     private var answered = 0
     private var _droppedResponses = 0
+    private var _handledRequests = 0
     private let queue = DispatchQueue(label: "McuMgrSimulator.InMemorySimulatorTransport")
     private let clock: @Sendable () -> SMPInstant
     private var faultPlan: FaultPlan?
@@ -90,6 +91,11 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     /// Responses dropped so far by `dropEveryNthResponse`.
     public var droppedResponses: Int { lock.withLock { _droppedResponses } }
 
+    /// Requests the link has finished with so far: answered (the answers already handed over, unless
+    /// delayed by a fault), dropped, or ignored (silent, rebooting, closed). A test waits for this
+    /// instead of sleeping to be sure that no answer to a request is still on its way.
+    public var handledRequests: Int { lock.withLock { _handledRequests } }
+
     public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
         let alreadyOpen = lock.withLock { () -> Bool in
             if self.handler != nil { return true }
@@ -116,6 +122,7 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
     }
 
     private func deliver(_ packet: [UInt8]) {
+        defer { lock.withLock { _handledRequests += 1 } }
         let options = self.options
         guard lock.withLock({ handler != nil }), !options.silent else { return }
         let now = clock()

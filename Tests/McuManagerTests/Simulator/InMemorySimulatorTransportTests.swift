@@ -29,8 +29,8 @@ final class EventCollector: @unchecked Sendable {
         return events.contains { if case .closed = $0 { return true } else { return false } }
     }
 
-    /// Waits until `count` packets arrived or the time is up.
-    func waitForPackets(_ count: Int, timeout: Duration = .seconds(5)) async {
+    /// Waits until `count` packets arrived or the time is up (generous: it only stops a hang).
+    func waitForPackets(_ count: Int, timeout: Duration = .seconds(120)) async {
         await waitUntil(timeout: timeout, interval: .milliseconds(5)) { packets.count >= count }
     }
 }
@@ -70,15 +70,15 @@ struct InMemorySimulatorTransportTests {
         let events = EventCollector()
         try await transport.open { events.add($0) }
         for sequence in 0..<9 { try transport.send(smpRequest(.read, group: .os, command: 6, sequence: UInt8(sequence))) }
-        await events.waitForPackets(6)
-        try await Task.sleep(for: .milliseconds(50))
+        // Once the link has finished with all nine requests, no answer is still on its way.
+        await waitUntil { transport.handledRequests == 9 }
         #expect(events.packets.count == 6)
         #expect(transport.droppedResponses == 3)
         #expect(!events.packets.map { $0[6] }.contains(2))
 
         transport.options.silent = true
         try transport.send(smpRequest(.read, group: .os, command: 6))
-        try await Task.sleep(for: .milliseconds(50))
+        await waitUntil { transport.handledRequests == 10 }
         #expect(events.packets.count == 6)
         await transport.close()
     }
@@ -94,7 +94,7 @@ struct InMemorySimulatorTransportTests {
         try transport.send(smpRequest(.write, group: .os, command: 5))
         await events.waitForPackets(1)
         try transport.send(smpRequest(.read, group: .os, command: 6))
-        try await Task.sleep(for: .milliseconds(50))
+        await waitUntil { transport.handledRequests == 2 }
         #expect(events.packets.count == 1)
         clock.now = SMPInstant(nanoseconds: 1_000_000_000)
         try transport.send(smpRequest(.read, group: .os, command: 6))

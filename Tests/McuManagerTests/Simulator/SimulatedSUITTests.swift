@@ -2,6 +2,7 @@ import Foundation
 import McuManager
 import McuMgrCore
 import Testing
+import TestSupport
 
 @testable import McuMgrSimulator
 
@@ -188,7 +189,7 @@ struct SimulatedSUITTests {
             smpRequest(.write, group: Self.suit, command: 2, body: ["off": 0, "len": .unsigned(UInt64(envelope.bytes.count)), "data": .bytes(envelope.bytes)]))
         await events.waitForPackets(1)
         try transport.send(smpRequest(.read, group: Self.suit, command: 3))
-        try await Task.sleep(for: .milliseconds(50))
+        await waitUntil { transport.handledRequests == 2 }
         #expect(events.packets.count == 1)  // installing: no answer to the poll
         clock.now = SMPInstant(nanoseconds: 1_000_000_000)
         try transport.send(smpRequest(.read, group: Self.suit, command: 3))

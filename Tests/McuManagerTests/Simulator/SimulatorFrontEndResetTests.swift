@@ -22,7 +22,7 @@ struct SimulatorFrontEndResetTests {
     }
 
     /// Sends one raw-framed request on a pty and returns the decoded answer, nil if none within the timeout.
-    static func exchangeRaw(_ fd: Int32, _ packet: [UInt8], timeout: Duration = .seconds(2)) -> [UInt8]? {
+    static func exchangeRaw(_ fd: Int32, _ packet: [UInt8], timeout: Duration = .seconds(30)) -> [UInt8]? {
         guard write(fd, packet, packet.count) == packet.count else { return nil }
         var codec = RawSerialCodec()
         let deadline = ContinuousClock.now + timeout
@@ -44,9 +44,9 @@ struct SimulatorFrontEndResetTests {
         return fd
     }
 
-    /// Polls `condition` every 10 ms for up to 10 s.
+    /// Polls `condition` every 10 ms for up to 2 minutes (a deadline that only stops a hang).
     static func waitUntil(_ condition: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             if condition() { return true }
             try await Task.sleep(for: .milliseconds(10))
@@ -81,7 +81,7 @@ struct SimulatorFrontEndResetTests {
         let gone = try await Self.waitUntil { !Self.linkExists(link) }
         #expect(gone)
         #expect(!frontEnd.isPresent)
-        #expect(Self.read(fd, timeout: .seconds(2)) == [])  // the old port reads EIO / hang-up
+        #expect(Self.read(fd, timeout: .seconds(30)) == [])  // the old port reads EIO / hang-up
         // It comes back as a fresh pty behind the same link.
         let back = try await Self.waitUntil { Self.linkExists(link) && frontEnd.path != nil }
         #expect(back)
@@ -128,13 +128,16 @@ struct SimulatorFrontEndResetTests {
         }
         let echo = smpRequest(.write, group: .os, command: 0, body: ["d": "x"])
         send(smpRequest(.write, group: .os, command: 5))
-        #expect(Self.read(fd, timeout: .seconds(2)) != nil)  // the reset is answered
+        #expect(Self.read(fd, timeout: .seconds(30)) != nil)  // the reset is answered
+        #expect(device.resetCount == 1 && device.rebootingUntil != nil)
         send(echo)
-        #expect(Self.read(fd, timeout: .milliseconds(300)) == nil)  // swapping: silent
-        #expect(device.isRebooting())
+        // Swapping: silent. Checked without assuming how fast this machine is: an answer is right only
+        // if it came after the 3 s swap (a machine stalled that long), wrong while the device swaps.
+        let answer = Self.read(fd, timeout: .milliseconds(300))
+        #expect(answer == nil || !device.isRebooting(), "answered while swapping")
         _ = try await Self.waitUntil { !device.isRebooting() }
         send(echo)
-        #expect(Self.read(fd, timeout: .seconds(5)) != nil)
+        #expect(Self.read(fd, timeout: .seconds(30)) != nil)
         #expect(try SimulatedBootloaderModeTests.summary(device).first == "0 2.0.0 bootable,active")
         await frontEnd.stop()
     }

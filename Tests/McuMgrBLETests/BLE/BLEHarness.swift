@@ -17,6 +17,12 @@ final class BLEHarness: @unchecked Sendable {
     let peripheral: SMPGattPeripheral
     private var observer: Int?
     private let reboots = Mutex(0)
+    private let ignored = IgnoredCount()
+
+    /// Counts the requests the device ignores; a class, so the request handler can hold it before `self` exists.
+    private final class IgnoredCount: Sendable {
+        let value = Mutex(0)
+    }
 
     /// - Parameter drop: requests the device ignores (to hold requests in flight).
     init(
@@ -29,10 +35,14 @@ final class BLEHarness: @unchecked Sendable {
         configuration.fileSystemBlockCount = nil
         let device = SimulatedDevice(configuration: configuration)
         self.device = device
+        let ignored = self.ignored
         self.peripheral = SMPGattPeripheral(
             configuration: .init(adapter: BLERig.peripheralAdapter, localName: name, attMTU: attMTU, acquire: acquire, busAddress: rig.address)
         ) { request in
-            if let drop, drop(request) { return [] }
+            if let drop, drop(request) {
+                ignored.value.withLock { $0 += 1 }
+                return []
+            }
             guard !device.isRebooting() else { return [] }
             return device.responses(to: request)
         }
@@ -45,6 +55,8 @@ final class BLEHarness: @unchecked Sendable {
             let now = monotonicNow()
             let down = event.rebootAt > now ? event.rebootAt - now : .zero
             let up = event.rebootingUntil > now ? event.rebootingUntil - now : .zero
+            // The device's own reboot, as smp-sim --ble times it (the scenario, not a wait for anything):
+            // tests wait for its end with `waitUntilRebooted`, and the device is silent meanwhile.
             Task { [weak self] in
                 try? await Task.sleep(for: down)
                 await peripheral.suspend()
@@ -55,16 +67,15 @@ final class BLEHarness: @unchecked Sendable {
         }
     }
 
+    /// Requests the device took and ignored as `drop` told it (they stay in flight at the client).
+    var ignoredRequests: Int { ignored.value.withLock { $0 } }
+
     /// Waits until the peripheral has gone down and come back up `count` times in all (the D-Bus calls
     /// of a reboot take longer than its nominal 300 ms on a loaded machine).
-    func waitUntilRebooted(_ count: Int = 1, within limit: Duration = .seconds(15)) async throws {
-        let deadline = ContinuousClock.now + limit
-        while reboots.withLock({ $0 }) < count {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the simulated device did not come back within \(limit)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
+    func waitUntilRebooted(_ count: Int = 1, within limit: Duration = .seconds(120)) async throws {
+        guard await waitUntil(timeout: limit, interval: .milliseconds(20), { reboots.withLock { $0 } >= count }) else {
+            Issue.record("the simulated device did not come back within \(limit)")
+            return
         }
     }
 

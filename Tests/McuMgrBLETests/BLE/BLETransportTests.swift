@@ -156,8 +156,9 @@ struct BLETransportTests {
                     }
                 }
                 group.addTask {
-                    try await Task.sleep(for: .milliseconds(500))
-                    await harness.peripheral.suspend()  // The device drops the link.
+                    // Once the device has taken all three, they are in flight: the device drops the link.
+                    await waitUntil { harness.ignoredRequests >= 3 }
+                    await harness.peripheral.suspend()
                     return nil
                 }
                 var errors: [McuMgrError] = []
