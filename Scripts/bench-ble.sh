@@ -155,13 +155,14 @@ smp_runs() {
         "$py" -c 'import sys; print(float(sys.stdin.read()) / 1000)')"
     settle
     t0=$(now)
-    out="$("$smp" --device "$device" --json fs upload "$work/payload.bin" /lfs1/bench-smp.bin)" ||
+    # A new name each run: a file the device holds already would be resumed, not sent.
+    out="$("$smp" --device "$device" --json fs upload "$work/payload.bin" "/lfs1/bench-smp-$run.bin")" ||
         { echo "smp fs upload failed: $out" >&2; return 1; }
     record smp whole-fs-upload "$(elapsed "$t0")"
     record smp fs-upload "$(json_field transfer_seconds <<<"$out")"
     settle
     rm -f "$work/back-smp.bin"
-    out="$("$smp" --device "$device" --json fs download /lfs1/bench-smp.bin "$work/back-smp.bin")" ||
+    out="$("$smp" --device "$device" --json fs download "/lfs1/bench-smp-$run.bin" "$work/back-smp.bin")" ||
         { echo "smp fs download failed: $out" >&2; return 1; }
     cmp -s "$work/payload.bin" "$work/back-smp.bin" || { echo "smp fs download: the file differs" >&2; return 1; }
     record smp fs-download "$(json_field transfer_seconds <<<"$out")"
@@ -177,7 +178,7 @@ smpclient_runs() {
     local out
     settle
     out="$("$py" Scripts/bench_firmware_smpclient.py --ble "$address" --timeout 10 --echo 1 --fs-upload "$size" \
-        --file "$work/payload.bin" --dest /lfs1/bench-smpclient.bin --fs-download --image "$work/image.bin" 2>"$work/smpclient.err")" ||
+        --file "$work/payload.bin" --dest "/lfs1/bench-smpclient-$run.bin" --fs-download --image "$work/image.bin" 2>"$work/smpclient.err")" ||
         { echo "smpclient failed: $(tail -3 "$work/smpclient.err")" >&2; return 1; }
     while read -r line; do
         "$py" -c 'import json,sys; d=json.loads(sys.argv[1]); print("smpclient", {"connect": "link-up"}.get(d["op"], d["op"]), d["seconds"])' "$line" >>"$results"

@@ -65,9 +65,19 @@ async def main() -> int:
 
     started = time.perf_counter()
     if args.ble:
-        client = SMPClient(SMPBLETransport(), args.ble, timeout_s=args.timeout)
-        # Scanning for the device, connecting and subscribing take longer than one request.
-        await client.connect(max(args.timeout, 30.0))
+        # Scanning for the device, connecting and subscribing take longer than one request. bleak's
+        # scan misses a device BlueZ already knows now and then (it waits for a new advertisement):
+        # up to three tries, the link-up time being the last one's.
+        for attempt in range(3):
+            client = SMPClient(SMPBLETransport(), args.ble, timeout_s=args.timeout)
+            try:
+                started = time.perf_counter()
+                await client.connect(max(args.timeout, 30.0))
+                break
+            except Exception as failure:  # noqa: BLE001 - retried, then reported
+                print(f"smpclient: connect attempt {attempt + 1} failed: {type(failure).__name__}: {failure}", file=sys.stderr)
+                if attempt == 2:
+                    raise
     elif args.udp:
         host, _, port = args.udp.rpartition(":")
         transport = SMPUDPTransport()

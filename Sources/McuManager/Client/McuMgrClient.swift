@@ -219,6 +219,13 @@ public actor McuMgrClient {
         return item
     }
 
+    /// Opens the link now (otherwise the first request opens it): callers that time an operation open
+    /// first, so that a connection's set-up is not counted.
+    /// - Throws: `McuMgrError` when the transport cannot open.
+    public func open() async throws {
+        try await ensureOpen()
+    }
+
     /// Closes the link. In-flight requests fail; the next request reopens it.
     public func close() async {
         let wasOpen: Bool

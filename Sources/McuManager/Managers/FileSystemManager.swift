@@ -102,8 +102,11 @@ public struct FileSystemManager: Sendable {
         configuration: UploadConfiguration = .init(), progress: TransferProgressHandler? = nil
     ) async throws -> TransferResult {
         let clock = ContinuousClock()
-        let started = clock.now
         let source = try FileUploadSource(url: local)
+        // Timed from the link being up: a connection's set-up (seconds over Bluetooth LE) is not the
+        // transfer's.
+        try await client.open()
+        let started = clock.now
         let total = source.size
         let hashChoice = HashChoiceCache()
         do {
@@ -221,7 +224,6 @@ public struct FileSystemManager: Sendable {
         configuration: FileDownloadConfiguration = .init(), progress: TransferProgressHandler? = nil
     ) async throws -> TransferResult {
         let clock = ContinuousClock()
-        let started = clock.now
         let directory = destination.deletingLastPathComponent()
         let temporary = directory.appendingPathComponent(
             ".\(destination.lastPathComponent).\(UUID().uuidString).download")
@@ -237,6 +239,9 @@ public struct FileSystemManager: Sendable {
             throw McuMgrError(.file, "cannot write \(temporary.path): \(describeFileError(error))")
         }
         do {
+            // Timed from the link being up (see upload).
+            try await client.open()
+            let started = clock.now
             var sha = SHA256()
             var crc = CRC32()
             var offset = 0

@@ -99,6 +99,8 @@ struct UploadEngine: Sendable {
     /// Uploads all of `source` (see `ChunkedUploader.upload(_:progress:)`).
     func upload(_ source: any UploadSource, progress: TransferProgressHandler?) async throws -> UploadResult {
         let clock = ContinuousClock()
+        // Timed from the link being up: a connection's set-up is not the upload's.
+        try await client.open()
         let started = clock.now
         let total = source.size
         let (messageLimit, deviceDepth) = try await linkLimits(total: total)
