@@ -92,8 +92,15 @@ struct RealBlueZTests {
             let largest = splits ? buffers.size : min(buffers.size, RealBlueZ.writeLength)
             let text = Self.echoText(requestSize: largest)
             let echo = try await session.smp(["os", "echo", text])
-            expectSuccess(echo)
-            #expect(echo.stdout == text + "\n")
+            if RealBlueZ.suite == .eatt, largest > RealBlueZ.eattNotificationPayload, echo.status != 0 {
+                // The answer takes more than one notification, and bluetoothd 5.66 spreads those over
+                // its bearers, where they may overtake each other (in most runs they do not): then the
+                // error says so and how to keep BlueZ to one bearer.
+                #expect(echo.stderr.contains("out of order") && echo.stderr.contains("Channels = 1"), "\(echo)")
+            } else {
+                expectSuccess(echo)
+                #expect(echo.stdout == text + "\n")
+            }
             let tooLong = try await session.smp(["os", "echo", Self.echoText(requestSize: largest + 1)])
             expectStatus(tooLong, SMPExit.usage)
             #expect(tooLong.stderr.contains("\(largest + 1)-byte request"), "\(tooLong)")
@@ -367,6 +374,9 @@ enum RealBlueZ {
     static let deviceAdapter = environment["SMP_BLE_DEVICE_ADAPTER"] ?? "hci1"
     static let deviceAddress = environment["SMP_BLE_DEVICE_ADDRESS"] ?? ""
     static let clientAddress = environment["SMP_BLE_CLIENT_ADDRESS"] ?? ""
+    /// The longest notification value a BlueZ 5.66 peripheral sends in one piece over an EATT bearer
+    /// (seen: a 509-byte answer arrived as 488 + 21 bytes).
+    static let eattNotificationPayload = 488
     /// Which tests a link configuration runs (`SMP_BLE_SUITE`).
     enum Suite: String {
         /// Everything (plain ATT at MTU 517).
