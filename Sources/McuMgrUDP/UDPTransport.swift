@@ -30,12 +30,17 @@ public final class UDPTransport: McuMgrTransport {
         /// Where round trips measured on this connection are kept for the next one; nil starts every
         /// connection from `initialRetransmit`.
         public var roundTripMemory: RoundTripMemory?
+        /// Where the device's buffers and unfinished file uploads are kept for the next connection; nil
+        /// asks the device every time.
+        public var parametersMemory: DeviceParametersMemory?
 
         public init(
             host: String, port: Int = 1337, mtu: Int = 1472, retransmitInterval: Duration? = nil,
-            maximumRetransmits: Int = 16, roundTripMemory: RoundTripMemory? = nil
+            maximumRetransmits: Int = 16, roundTripMemory: RoundTripMemory? = nil,
+            parametersMemory: DeviceParametersMemory? = nil
         ) {
             self.roundTripMemory = roundTripMemory
+            self.parametersMemory = parametersMemory
             self.host = host
             self.port = port
             self.mtu = mtu
@@ -71,6 +76,7 @@ public final class UDPTransport: McuMgrTransport {
     public static var initialRetransmit: Duration { .milliseconds(250) }
 
     public var roundTripMemory: RoundTripMemory? { configuration.roundTripMemory }
+    public var parametersMemory: DeviceParametersMemory? { configuration.parametersMemory }
 
     /// A first image chunk is resent after the measured timeout like any other: a copy that reaches a
     /// device still erasing waits in its queue or is dropped for want of a buffer, and Zephyr answers a

@@ -106,12 +106,27 @@ public struct FileSystemManager: Sendable {
         let source = try FileUploadSource(url: local)
         let total = source.size
         let hashChoice = HashChoiceCache()
+        let memory = client.transport.parametersMemory
+        let device = client.transport.name
         do {
             var start = 0
-            if resume, worthCheckingForResume(total, remote: remote, configuration: configuration) {
+            // A known device holds an unfinished copy only of a path an upload from here left unfinished.
+            let mayHoldStart = memory.map { !$0.knows(device) || $0.hasUnfinishedUpload(of: remote, to: device) } ?? true
+            if resume, mayHoldStart, worthCheckingForResume(total, remote: remote, configuration: configuration) {
                 try await closeOpenFile()
-                start = try await resumableOffset(of: remote, source: source, hashes: hashChoice)
+                let found = try await resumableOffset(of: remote, source: source, hashes: hashChoice)
+                start = found.offset
+                if verify, total > 0, start == total, let verification = found.verification {
+                    // The device holds the whole file: its hash of all `total` bytes, just compared, is the
+                    // verification (a close, a status and the same hash again would only repeat it).
+                    progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: nil))
+                    memory?.finishUpload(of: remote, to: device)
+                    return TransferResult(
+                        bytes: total, verification: verification, duration: clock.now - started,
+                        transferDuration: clock.now - started, resumedFrom: total)
+                }
             }
+            memory?.beginUpload(of: remote, bytes: total, to: device)
             let resumedFrom = start
             var completions = 0
             var restarted = false
@@ -143,6 +158,7 @@ public struct FileSystemManager: Sendable {
                     let sent = clock.now - started
                     do {
                         if let verification = try await verifyWhole(remote: remote, length: total, hashes: hashChoice, source: source) {
+                            memory?.finishUpload(of: remote, to: device)
                             return TransferResult(
                                 bytes: total, verification: verification, duration: clock.now - started,
                                 transferDuration: sent, resumedFrom: resumedFrom)
@@ -181,7 +197,7 @@ public struct FileSystemManager: Sendable {
                     // A short file: the device lost the upload's length or an answer; continue from its length
                     // when its bytes are the start of this file, else from 0.
                     completions += 1
-                    start = try await resumableOffset(of: remote, source: source, knownLength: length, hashes: hashChoice)
+                    start = try await resumableOffset(of: remote, source: source, knownLength: length, hashes: hashChoice).offset
                     continue
                 }
                 if length > total, !restarted {
@@ -193,6 +209,7 @@ public struct FileSystemManager: Sendable {
                     .protocolViolation,
                     "\(remote) on the device has \(length) bytes after the upload, the local file \(total); transfer the file again")
             }
+            memory?.finishUpload(of: remote, to: device)
             return TransferResult(
                 bytes: total, verification: verification, duration: clock.now - started,
                 transferDuration: transferred, resumedFrom: resumedFrom)
@@ -507,11 +524,11 @@ public struct FileSystemManager: Sendable {
     }
 
     /// Where an upload of `source` to `remote` can start: the device's length when its bytes are the start
-    /// of `source` (checked with the device's hash of that part), else 0.
+    /// of `source` (checked with the device's hash of that part), else 0; and how that part was checked.
     private func resumableOffset(
         of remote: String, source: FileUploadSource, knownLength: Int? = nil, hashes: HashChoiceCache
-    ) async throws -> Int {
-        guard source.size > 0 else { return 0 }
+    ) async throws -> (offset: Int, verification: Verification?) {
+        guard source.size > 0 else { return (0, nil) }
         let length: Int
         if let knownLength {
             length = knownLength
@@ -519,20 +536,22 @@ public struct FileSystemManager: Sendable {
             do {
                 length = try await status(name: remote)
             } catch let error as McuMgrError where error.kind == .device {
-                return 0  // No such file, or no status command.
+                return (0, nil)  // No such file, or no status command.
             }
         }
-        guard length > 0, length <= source.size else { return 0 }
+        guard length > 0, length <= source.size else { return (0, nil) }
         let found: (type: String, response: FileHashResponse)?
         do {
             found = try await deviceHash(of: remote, length: length, hashes: hashes)
         } catch let error as McuMgrError where error.kind == .device {
-            return 0  // Without a hash the device's bytes cannot be checked: start over.
+            return (0, nil)  // Without a hash the device's bytes cannot be checked: start over.
         }
         guard let (used, response) = found, response.length == length, let deviceDigest = response.outputBytes,
             let localDigest = try LocalDigest.digest(used, of: PrefixUploadSource(source, length: length))
-        else { return 0 }
-        return localDigest == deviceDigest ? length : 0
+        else { return (0, nil) }
+        guard localDigest == deviceDigest else { return (0, nil) }
+        let verification: Verification? = used == "sha256" ? .sha256 : used == "crc32" ? .crc32 : nil
+        return (length, verification)
     }
 
     /// Compares the device's digest of `remote` with `local(type)`.
