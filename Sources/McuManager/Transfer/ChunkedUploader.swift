@@ -114,7 +114,8 @@ struct UploadEngine: Sendable {
         }
 
         let previousWindow = await client.window
-        if depth > previousWindow { await client.setWindow(depth) }
+        var raised = depth > previousWindow
+        if raised { await client.setWindow(depth) }
         do {
             let confirmed = LockedState(false)
             let watched: TransferProgressHandler = { part in
@@ -146,15 +147,16 @@ struct UploadEngine: Sendable {
                     client.logger.debug("link: the device's buffers are as remembered (it was slow to answer)")
                 }
                 depth = max(1, deviceDepth)
-                if depth > previousWindow { await client.setWindow(depth) }
+                await client.setWindow(max(depth, previousWindow))
+                raised = raised || depth > previousWindow
                 result = try await run(
                     source, total: total, messageLimit: messageLimit, depth: depth, progress: progress,
                     clock: clock, started: started, firstChunkCheck: nil)
             }
-            if depth > previousWindow { await client.setWindow(previousWindow) }
+            if raised { await client.setWindow(previousWindow) }
             return result
         } catch {
-            if depth > previousWindow { await client.setWindow(previousWindow) }
+            if raised { await client.setWindow(previousWindow) }
             if error is CancellationError {
                 throw McuMgrError(.cancelled, "\(command.name) was cancelled")
             }
