@@ -16,7 +16,8 @@
 # the device takes, plus the hash that verifies a file transfer) x the device's median round trip for
 # them (its 10 ms ticks), and smp's whole process as a multiple of it.
 # Usage: Scripts/bench-firmware.sh [--no-build]   (env: BENCH_FW_RUNS=1 runs per row (best of),
-#        BENCH_FW_ECHOS=20, BENCH_FW_TIMEOUT=180, BENCH_SMP=path of an smp binary to use instead of
+#        BENCH_FW_ECHOS=20, BENCH_FW_TIMEOUT=180, BENCH_FW_QEMU=0 to leave out the QEMU rows,
+#        BENCH_SMP=path of an smp binary to use instead of
 #        building the release, SMP_FIRMWARE_DIR, SMP_TEST_VENV)
 set -euo pipefail
 
@@ -280,6 +281,7 @@ image_row() {
     results+=("$(floor_line "$floor" 0 "$(min "${ours_wall[@]:-}")" "$(min "${theirs[@]:-}")")")
 }
 
+if [[ "${BENCH_FW_QEMU:-1}" != 0 ]]; then
 image_row "mps2 MCUboot serial recovery, 132 kB app" mps2-recovery "$firmware/${prefix}mps2_an385_serial_recovery_buf1024.signed.bin"
 
 # The Cortex-M0 app re-signed as 2.0.0 (header and TLVs off, imgtool sign again), as the test suite does.
@@ -292,6 +294,7 @@ PY
 "$venv/bin/imgtool" sign --header-size 0x200 --pad-header --align 4 --version 2.0.0 --slot-size 0x1A000 \
     "$work/m0-body.bin" "$work/m0-2.0.0.bin" >/dev/null
 image_row "qemu_cortex_m0 image upload, 50 kB app" m0 "$work/m0-2.0.0.bin"
+fi
 
 echo
 echo "real firmware (Zephyr 4.4.0 / MCUboot; smp defaults, smpclient 7.3.0 best frame sizing; best of $runs):"
