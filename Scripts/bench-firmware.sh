@@ -178,13 +178,18 @@ head -c "$size" /dev/urandom >"$work/f4k.bin"
 results=()
 
 # smp's own start-up, without a device: the part of every whole-process row that no round trip explains.
-startup_times=()
-for _ in $(seq 16); do
-    t0=$(now)
-    "$smp" --version >/dev/null 2>&1 || break
-    startup_times+=("$(elapsed "$t0" "$(now)")")
-done
-startup="$( ((${#startup_times[@]} == 16)) && median "${startup_times[@]:1}" || true)"
+# Timed from Python around each run (not with `date`, whose own start is of the same order); the first
+# run only warms the page cache.
+startup="$("$py" - "$smp" <<'PY' || true
+import statistics, subprocess, sys, time
+times = []
+for run in range(16):
+    start = time.perf_counter()
+    subprocess.run([sys.argv[1], "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    if run: times.append(time.perf_counter() - start)
+print(statistics.median(times))
+PY
+)"
 results+=("smp start-up (smp --version, whole process, median of 15): $("$py" -c "import sys; print('%.1f ms' % (float(sys.argv[1]) * 1000) if sys.argv[1] else 'FAILED')" "$startup")")
 
 # Echo and 4 KiB fs transfers on the native_sim builds.
