@@ -105,7 +105,7 @@ public struct FileSystemManager: Sendable {
         let started = clock.now
         let source = try FileUploadSource(url: local)
         let total = source.size
-        let hashChoice = HashChoiceCache()
+        let hashChoice = makeHashChoice()
         let memory = client.transport.parametersMemory
         let device = client.transport.name
         do {
@@ -334,7 +334,7 @@ public struct FileSystemManager: Sendable {
             var verification = Verification.skipped("not requested")
             if verify {
                 verification = try await self.verify(
-                    remote: remote, length: offset, lengthChecked: true, hashes: HashChoiceCache()
+                    remote: remote, length: offset, lengthChecked: true, hashes: makeHashChoice()
                 ) { type in
                     type == "sha256" ? shaDigest : type == "crc32" ? crcDigest : nil
                 }
@@ -480,9 +480,40 @@ public struct FileSystemManager: Sendable {
     /// The device's hash of `remote` (its first `length` bytes when given) and the type it used: SHA-256 is
     /// asked for first; a device without it (FS error 13 or rc 8) is asked once which types it offers.
     /// nil: the device offers none. Other device errors are thrown.
+    /// A hash choice for one transfer, starting from the hash type remembered for this device
+    /// (`DeviceParametersMemory`): a device that answered CRC-32 before is asked for it at once, not
+    /// for SHA-256 first and then for its list of types (three round trips where one does).
+    private func makeHashChoice() -> HashChoiceCache {
+        let transport = client.transport
+        return HashChoiceCache(remembered: transport.parametersMemory?.recallHashType(of: transport.name))
+    }
+
     private func deviceHash(of remote: String, length: Int? = nil, hashes: HashChoiceCache) async throws
         -> (type: String, response: FileHashResponse)?
     {
+        let found = try await deviceHashOnce(of: remote, length: length, hashes: hashes)
+        if let (used, _) = found, used == "sha256" || used == "crc32" {
+            let transport = client.transport
+            if let memory = transport.parametersMemory, memory.recallHashType(of: transport.name) != used {
+                memory.rememberHashType(used, for: transport.name)
+            }
+        }
+        return found
+    }
+
+    private func deviceHashOnce(of remote: String, length: Int?, hashes: HashChoiceCache) async throws
+        -> (type: String, response: FileHashResponse)?
+    {
+        if let remembered = hashes.rememberedType {
+            do {
+                let response = try await hash(name: remote, type: remembered, length: length)
+                return (response.type ?? remembered, response)
+            } catch let error as McuMgrError where Self.isUnsupported(error) {
+                // Other firmware: find its types again.
+                client.transport.parametersMemory?.rememberHashType(nil, for: client.transport.name)
+                hashes.forgetRemembered()
+            }
+        }
         if hashes.untried {
             do {
                 let response = try await hash(name: remote, type: "sha256", length: length)
@@ -618,6 +649,19 @@ final class HashChoiceCache: Sendable {
     }
     private let cached = LockedState<Known?>(nil)
     private let sha256Tried = LockedState(false)
+    private let remembered: LockedState<String?>
+
+    /// - Parameter remembered: the type this device answered before (`crc32`: asked for at once; other
+    ///   values are found as without it, SHA-256 being asked for first anyway).
+    init(remembered: String? = nil) {
+        self.remembered = LockedState(remembered == "crc32" ? remembered : nil)
+    }
+
+    /// The type to ask for first, remembered from an earlier transfer; nil once it failed.
+    var rememberedType: String? { remembered.withLock { $0 } }
+
+    /// The remembered type was refused: find the device's types as for a new device.
+    func forgetRemembered() { remembered.withLock { $0 = nil } }
 
     /// Nothing is known yet and SHA-256 was not tried: worth asking for a SHA-256 hash straight away.
     var untried: Bool { cached.withLock { $0 == nil } && !sha256Tried.withLock { $0 } }

@@ -5,8 +5,9 @@ import Foundation
 #endif
 import McuMgrCore
 
-/// Remembers each device's SMP buffers (`os params`: `buf_size`, `buf_count`) across runs, and which of
-/// its file uploads are unfinished, so that a known device's transfers cost only their chunks and one
+/// Remembers each device's SMP buffers (`os params`: `buf_size`, `buf_count`) across runs, which of
+/// its file uploads are unfinished, and the file hash type it answers (a device without SHA-256 is asked
+/// for CRC-32 at once: one round trip, not three; a refusal finds its types again), so that a known device's transfers cost only their chunks and one
 /// verification (the round-trip budget in the "Transfers" section of the FirmwareUpgrade article):
 /// - an upload to a known device sends no `os params`: the remembered buffers size the chunks and the
 ///   window. The device's answer to the first chunk, which goes alone and is as large as a chunk gets,
@@ -20,7 +21,7 @@ import McuMgrCore
 /// Entries older than `lifetime` are ignored (new firmware, another board on a reused address). A JSON
 /// file, written atomically; unreadable or odd entries are ignored.
 public struct DeviceParametersMemory: Sendable, Hashable {
-    /// The file: an object of device name -> {"buf": N, "count": N, "uploads": {PATH: BYTES}, "seen": T}.
+    /// The file: an object of device name -> {"buf": N, "count": N, "uploads": {PATH: BYTES}, "hash": TYPE, "seen": T}.
     public let file: URL
 
     public init(file: URL) { self.file = file }
@@ -75,6 +76,17 @@ public struct DeviceParametersMemory: Sendable, Hashable {
         cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
     }
 
+    /// The hash type (`sha256` or `crc32`) `device` answered a file hash with, if remembered.
+    public func recallHashType(of device: String, now: Int? = nil) -> String? {
+        guard let type = entry(device, now: now)?.hash, type == "sha256" || type == "crc32" else { return nil }
+        return type
+    }
+
+    /// Records the hash type `device` answered with (nil forgets it).
+    public func rememberHashType(_ type: String?, for device: String, now: Int? = nil) {
+        update(device, now: now) { $0.hash = type }
+    }
+
     /// Whether an upload of `path` to `device` was begun and not finished.
     public func hasUnfinishedUpload(of path: String, to device: String, now: Int? = nil) -> Bool {
         entry(device, now: now)?.uploads?[path] != nil
@@ -122,6 +134,8 @@ public struct DeviceParametersMemory: Sendable, Hashable {
         var buf: Int?
         var count: Int?
         var uploads: [String: Int]?
+        /// The file hash type the device answered with.
+        var hash: String?
         var seen: Int?
 
         init() {}
@@ -131,6 +145,7 @@ public struct DeviceParametersMemory: Sendable, Hashable {
             buf = try? container?.decode(Int.self, forKey: .buf)
             count = try? container?.decode(Int.self, forKey: .count)
             uploads = try? container?.decode([String: Int].self, forKey: .uploads)
+            hash = try? container?.decode(String.self, forKey: .hash)
             seen = try? container?.decode(Int.self, forKey: .seen)
         }
     }

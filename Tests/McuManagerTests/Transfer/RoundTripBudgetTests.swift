@@ -181,4 +181,61 @@ import Testing
         #expect(requests.dropFirst().dropLast().allSatisfy { $0 == Self.fileChunk })
         #expect(memory.recall("sim:") == .init(bufferSize: 512, bufferCount: 4))
     }
+
+    /// A device without SHA-256 (Zephyr built with CRC-32 alone): the first transfer finds that out
+    /// (a SHA-256 hash refused with FS error 13, then the list of types) and a known device is asked for
+    /// CRC-32 at once; when the device no longer takes CRC-32, its types are found again.
+    @Test func aDeviceWithoutSHA256IsAskedForCRC32AtOnceWhenKnown() async throws {
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let memory = Self.memory(in: directory)
+        var configuration = SimulatorConfiguration()
+        configuration.bufferSize = 2048
+        configuration.fileSystemBlockCount = nil
+        configuration.initialFiles = ["/lfs1/d.bin": managerTestBytes(1000, seed: 4)]
+        let device = SimulatedDevice(configuration: configuration)
+        func connect(refusing refused: String) -> ManagerRig {
+            let rig = ManagerRig(device: device, parametersMemory: memory)
+            rig.tap.rule.withValue { rule in
+                rule = { packet in
+                    guard packet.header.group == .fileSystem else { return .forward(packet.bytes) }
+                    switch packet.header.command.rawValue {
+                    case 2 where smpBody(packet)["type"]?.string == refused:
+                        return .reply(.textMap(["err": .textMap(["group": 8, "rc": 13])]))
+                    case 3 where refused == "sha256":
+                        return .reply(.textMap(["types": .textMap(["crc32": .textMap(["format": 0, "size": 4])])]))
+                    default:
+                        return .forward(packet.bytes)
+                    }
+                }
+            }
+            return rig
+        }
+        /// The file-system requests the client sent: command and hash type.
+        func sent(_ rig: ManagerRig) -> [String] {
+            rig.tap.sent.filter { $0.header.group == .fileSystem }.map { packet in
+                "\(packet.header.command.rawValue)" + (smpBody(packet)["type"]?.string.map { " " + $0 } ?? "")
+            }
+        }
+        let first = connect(refusing: "sha256")
+        let result = try await FileSystemManager(client: first.client).download(
+            "/lfs1/d.bin", to: directory.appendingPathComponent("1.bin"))
+        #expect(result.verification == .crc32)
+        #expect(sent(first) == ["0", "2 sha256", "3", "2 crc32"])
+        #expect(memory.recallHashType(of: "sim:") == "crc32")
+
+        let known = connect(refusing: "sha256")
+        let again = try await FileSystemManager(client: known.client).download(
+            "/lfs1/d.bin", to: directory.appendingPathComponent("2.bin"))
+        #expect(again.verification == .crc32)
+        #expect(sent(known) == ["0", "2 crc32"])
+
+        // New firmware with SHA-256 alone: CRC-32 is refused, SHA-256 found and remembered.
+        let changed = connect(refusing: "crc32")
+        let third = try await FileSystemManager(client: changed.client).download(
+            "/lfs1/d.bin", to: directory.appendingPathComponent("3.bin"))
+        #expect(third.verification == .sha256)
+        #expect(sent(changed) == ["0", "2 crc32", "2 sha256"])
+        #expect(memory.recallHashType(of: "sim:") == "sha256")
+    }
 }
