@@ -17,7 +17,6 @@
 # them (its 10 ms ticks), and smp's whole process as a multiple of it.
 # Usage: Scripts/bench-firmware.sh [--no-build]   (env: BENCH_FW_RUNS=1 runs per row (best of),
 #        BENCH_FW_ECHOS=20, BENCH_FW_TIMEOUT=180, BENCH_FW_QEMU=0 to leave out the QEMU rows,
-#        BENCH_FW_SETTLE=4 seconds to let a freshly started device settle,
 #        BENCH_SMP=path of an smp binary to use instead of
 #        building the release, SMP_FIRMWARE_DIR, SMP_TEST_VENV)
 set -euo pipefail
@@ -75,10 +74,6 @@ rig_start() {
     # What smp learns about a serial link is cached per device path: a cache of each device's own (a
     # fresh device; the ptys are reused), shared by the runs on it as a user's commands share it.
     export XDG_CACHE_HOME="$rig_dir/cache"
-    # A native_sim build runs ahead of real time for about two seconds after it starts (measured on
-    # native_sim_udp: echoes answered in 0.05-0.1 ms instead of on its 10 ms tick), which made whichever
-    # client ran first look ten times faster; both are measured once it keeps real time.
-    sleep "${BENCH_FW_SETTLE:-4}"
 }
 rig_stop() { [[ -n "$rig_dir" ]] && bash "$rig" stop "$rig_dir"; rig_dir=""; }
 
