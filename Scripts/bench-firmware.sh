@@ -11,6 +11,10 @@
 # default 180): a run that fails or hangs prints FAILED for its row and the bench goes on.
 # smp is timed as a whole process and, where its --json says so, over the transfer alone; smpclient
 # after its connection is up. Ratio = smp time / smpclient time (below 1: smp is faster).
+# native_sim_udp does not keep one pace: measured with 10-echo blocks every 0.4 s for 16 s, it answers on
+# its 10 ms tick for stretches of 0.5-2 s and at once (0.05-0.1 ms) for stretches of 1-4 s in between
+# (native_sim's real-time sync catching up, it seems), so a single UDP row says more about which stretch a
+# client ran in than about the client: read UDP rows over several runs (BENCH_FW_RUNS).
 # Under every row a `floor:` line gives what the device allows any client, with its arithmetic: smp's
 # start-up (`smp --version`, measured first) + the fewest requests (the data requests, each as large as
 # the device takes, plus the hash that verifies a file transfer) x the device's median round trip for
