@@ -140,7 +140,8 @@ let package = Package(
         // Bluetooth LE through BlueZ over D-Bus: libdbus-1, a small Swift D-Bus layer, the BlueZ
         // client transport and the GATT peripheral the simulator serves through.
         .systemLibrary(
-            name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+            // libdbus-1's types alone: the library is loaded when first used (McuMgrDBus/LibDBus.swift).
+            name: "CDBus", path: "Sources/CDBus"),
         .target(
             name: "McuMgrDBus",
             dependencies: [

@@ -11,8 +11,17 @@
 # default 180): a run that fails or hangs prints FAILED for its row and the bench goes on.
 # smp is timed as a whole process and, where its --json says so, over the transfer alone; smpclient
 # after its connection is up. Ratio = smp time / smpclient time (below 1: smp is faster).
+# native_sim_udp does not keep one pace: measured with 10-echo blocks every 0.4 s for 16 s, it answers on
+# its 10 ms tick for stretches of 0.5-2 s and at once (0.05-0.1 ms) for stretches of 1-4 s in between
+# (native_sim's real-time sync catching up, it seems), so a single UDP row says more about which stretch a
+# client ran in than about the client: read UDP rows over several runs (BENCH_FW_RUNS).
+# Under every row a `floor:` line gives what the device allows any client, with its arithmetic: smp's
+# start-up (`smp --version`, measured first) + the fewest requests (the data requests, each as large as
+# the device takes, plus the hash that verifies a file transfer) x the device's median round trip for
+# them (its 10 ms ticks), and smp's whole process as a multiple of it.
 # Usage: Scripts/bench-firmware.sh [--no-build]   (env: BENCH_FW_RUNS=1 runs per row (best of),
-#        BENCH_FW_ECHOS=20, BENCH_FW_TIMEOUT=180, BENCH_SMP=path of an smp binary to use instead of
+#        BENCH_FW_ECHOS=20, BENCH_FW_TIMEOUT=180, BENCH_FW_QEMU=0 to leave out the QEMU rows,
+#        BENCH_SMP=path of an smp binary to use instead of
 #        building the release, SMP_FIRMWARE_DIR, SMP_TEST_VENV)
 set -euo pipefail
 
@@ -142,26 +151,50 @@ if times: print(len(times), statistics.median(times))
 PY
 }
 
-# floor_line "REQUESTS MEDIAN" SMPCLIENT_SECONDS: what the device's limits allow any client, beside what
-# 1.5x smpclient's throughput would take.
+# floor_line "REQUESTS MEDIAN" VERIFICATIONS OURS_WHOLE_PROCESS SMPCLIENT_SECONDS: the device's floor for
+# the row, with its arithmetic: smp's start-up (`smp --version`, median of 15, measured once per bench)
+# plus the fewest requests the transfer needs (its data requests, each as large as the device takes,
+# and VERIFICATIONS more: the hash after a file transfer) times the device's median round trip for
+# them (its ticks); smp's whole process beside it, and what 1.5x smpclient's engine would need.
 floor_line() {
-    "$py" - "$1" "$2" <<'PY'
+    "$py" - "$1" "$2" "$3" "$4" "$startup" <<'PY'
 import sys
-floor, theirs = sys.argv[1].split(), sys.argv[2]
+floor, verifications, ours, theirs, startup = sys.argv[1].split(), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 if len(floor) != 2:
     print("  (device floor: no trace)")
     sys.exit()
 n, rtt = int(floor[0]), float(floor[1])
-text = f"  (device floor: {n} requests of the largest frame it takes x {rtt*1000:.1f} ms median round trip = {n*rtt*1000:.0f} ms"
+start = float(startup) if startup else 0.0
+total = start + (n + verifications) * rtt
+requests = f"{n} data request{'s' if n != 1 else ''}" + (f" + {verifications} hash" if verifications else "")
+text = (f"  floor: {start*1000:.1f} ms start-up + ({requests}) x {rtt*1000:.1f} ms median round trip"
+        f" = {total*1000:.0f} ms")
+if ours:
+    text += f"; smp whole process {float(ours)*1000:.0f} ms = {float(ours)/total:.2f}x the floor"
 if theirs:
-    text += f"; 1.5x smpclient's throughput would need {float(theirs)/1.5*1000:.0f} ms"
-print(text + ")")
+    text += f"; 1.5x smpclient's engine: {float(theirs)/1.5*1000:.0f} ms"
+print(text)
 PY
 }
 
 : >"$work/failures"
 head -c "$size" /dev/urandom >"$work/f4k.bin"
 results=()
+
+# smp's own start-up, without a device: the part of every whole-process row that no round trip explains.
+# Timed from Python around each run (not with `date`, whose own start is of the same order); the first
+# run only warms the page cache.
+startup="$("$py" - "$smp" <<'PY' || true
+import statistics, subprocess, sys, time
+times = []
+for run in range(16):
+    start = time.perf_counter()
+    subprocess.run([sys.argv[1], "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    if run: times.append(time.perf_counter() - start)
+print(statistics.median(times))
+PY
+)"
+results+=("smp start-up (smp --version, whole process, median of 15): $("$py" -c "import sys; print('%.1f ms' % (float(sys.argv[1]) * 1000) if sys.argv[1] else 'FAILED')" "$startup")")
 
 # Echo and 4 KiB fs transfers on the native_sim builds.
 for build in serial serial-fs udp; do
@@ -222,18 +255,19 @@ for build in serial serial-fs udp; do
 
     results+=("$(row "$build echo, whole process (smpclient $frames)" "$ours_echo" "median of 10" "$theirs_echo_process")")
     results+=("  (smpclient's echo round trip inside its session: $("$py" -c "import sys; print('%.1f ms, median of $echos' % (float(sys.argv[1]) * 1000) if sys.argv[1] else 'FAILED')" "$theirs_echo"))")
+    [[ -n "$theirs_echo" ]] && results+=("$(floor_line "1 $theirs_echo" 0 "$ours_echo" "")")
     up="$(min "${up_transfer[@]:-}")"
     results+=("$(row "$build fs upload 4 KiB (smpclient $frames)" "$up" "transfer (whole process $(min "${up_wall[@]:-}") s; first on the device, learning its link: ${first_up:-FAILED} s)" "$theirs_up" "$size")")
-    results+=("$(floor_line "$up_floor" "$theirs_up")")
+    results+=("$(floor_line "$up_floor" 1 "$(min "${up_wall[@]:-}")" "$theirs_up")")
     down="$(min "${down_transfer[@]:-}")"
     results+=("$(row "$build fs download 4 KiB (smpclient $frames)" "$down" "transfer (whole process $(min "${down_wall[@]:-}") s)" "$theirs_down" "$size")")
-    results+=("$(floor_line "$down_floor" "$theirs_down")")
+    results+=("$(floor_line "$down_floor" 1 "$(min "${down_wall[@]:-}")" "$theirs_down")")
 done
 
 # Image uploads under QEMU: a fresh device for each client and run.
 # image_row LABEL BUILD FILE: smp `image upload` (its --json seconds) against smpclient `upload`.
 image_row() {
-    local label="$1" build="$2" file="$3" frames ours=() theirs=() out t bytes floor=""
+    local label="$1" build="$2" file="$3" frames ours=() ours_wall=() theirs=() out t bytes floor=""
     frames="$(frames_for "$build")"
     bytes=$(stat -c %s "$file")
     for _ in $(seq "$runs"); do
@@ -246,15 +280,17 @@ image_row() {
         if rig_start "$build"; then
             if t="$(smp_timed -v --json image upload "$file")"; then
                 ours+=("$(smp_json seconds "$t")")
+                ours_wall+=("$t")
                 floor="$(device_floor 'write-response image(1) cmd 1 ')"
             fi
             rig_stop
         fi
     done
     results+=("$(row "$label (smpclient $frames)" "$(min "${ours[@]:-}")" "upload" "$(min "${theirs[@]:-}")" "$bytes")")
-    results+=("$(floor_line "$floor" "$(min "${theirs[@]:-}")")")
+    results+=("$(floor_line "$floor" 0 "$(min "${ours_wall[@]:-}")" "$(min "${theirs[@]:-}")")")
 }
 
+if [[ "${BENCH_FW_QEMU:-1}" != 0 ]]; then
 image_row "mps2 MCUboot serial recovery, 132 kB app" mps2-recovery "$firmware/${prefix}mps2_an385_serial_recovery_buf1024.signed.bin"
 
 # The Cortex-M0 app re-signed as 2.0.0 (header and TLVs off, imgtool sign again), as the test suite does.
@@ -267,6 +303,7 @@ PY
 "$venv/bin/imgtool" sign --header-size 0x200 --pad-header --align 4 --version 2.0.0 --slot-size 0x1A000 \
     "$work/m0-body.bin" "$work/m0-2.0.0.bin" >/dev/null
 image_row "qemu_cortex_m0 image upload, 50 kB app" m0 "$work/m0-2.0.0.bin"
+fi
 
 echo
 echo "real firmware (Zephyr 4.4.0 / MCUboot; smp defaults, smpclient 7.3.0 best frame sizing; best of $runs):"

@@ -21,7 +21,7 @@ venv="${SMP_TEST_VENV:-$repo/.venv}"
 labgrid_venv="${SMP_LABGRID_VENV:-$repo/.venv-labgrid}"
 labgrid_pins=(labgrid==26.0.1 imgtool==2.5.0)
 pins=(cbor2==6.2.1 smp==4.2.0 smpclient==7.3.0 smpmgr==0.19.1 imgtool==2.5.0)
-build_packages=(zlib1g-dev libudev-dev libdbus-1-dev pkg-config)  # what `swift build` links against
+build_packages=(zlib1g-dev libudev-dev pkg-config)  # what `swift build` links against (libdbus-1 is loaded at run time)
 apt_packages=("${build_packages[@]}" python3-venv)
 apt_packages+=(umockdev libumockdev-dev gir1.2-umockdev-1.0 python3-gi)  # udev discovery tests (a fake /sys and /dev)
 pins+=(bluezoo==1.0.2 dbus-fast==5.2.0)  # Bluetooth LE test rig: a BlueZ stand-in on a private bus

@@ -90,6 +90,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// Connects to the bus at `address` (e.g. `unix:path=/run/dbus/system_bus_socket`) and registers.
     /// - Throws: `McuMgrError` of kind `.transport` saying how to fix the bus.
     public static func connect(address: String, logger: Logger = DBusConnection.silentLogger) async throws -> DBusConnection {
+        try LibDBus.load()
         dbusThreadsInit
         // Connecting and the Hello exchange block, so they run on a thread of their own.
         let opened: Result<(RawMessage, String), McuMgrError> = await withCheckedContinuation { continuation in

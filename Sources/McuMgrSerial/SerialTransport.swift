@@ -84,6 +84,9 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         public var window: Int?
         /// Where line limits learned by probing are kept for the next connection; nil probes every time.
         public var consoleLineMemory: ConsoleLineMemory?
+        /// Where the device's buffers and unfinished file uploads are kept for the next connection; nil
+        /// asks the device every time.
+        public var parametersMemory: DeviceParametersMemory?
 
         public init(
             path: String, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
@@ -155,6 +158,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     public var lineGap: Duration { configuration.lineGap }
     public var consoleLineMemory: ConsoleLineMemory? { configuration.consoleLineMemory }
+    public var parametersMemory: DeviceParametersMemory? { configuration.parametersMemory }
     /// The configured baud rate (a pty ignores it: there it bounds the wire time from above); for an
     /// RFC 2217 port the rate the server acknowledged; unknown behind a raw TCP port server.
     public var bitsPerSecond: Int? {

@@ -186,6 +186,9 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Inject seeded link faults on every front end, e.g. loss=0.1,dup=0.02,reorder=0.02,corrupt=1e-4,noise=0.05,seed=7 (keys below).", valueName: "faults"))
     var faults: String?
 
+    @Option(help: ArgumentHelp("Append one line per request the device receives to FILE, written before the request is answered: `read 0/6` or `write 8/0` (operation, group/command); with --count, prefixed by the device's index. For counting a client's requests.", valueName: "file"))
+    var requestLog: String?
+
     @Flag(help: "Let --udp bind addresses other than loopback (127.0.0.0/8, ::1): the simulator answers anyone who can reach it.")
     var allowRemote = false
 
@@ -299,11 +302,15 @@ struct SMPSim: AsyncParsableCommand {
         let faultProfile = try faults.map { try FaultProfile(parsing: $0) } ?? FaultProfile()
 
         var stops: [@Sendable () async -> Void] = []
+        let log = try requestLog.map { try RequestLog(path: $0) }
         do {
             for index in 0..<count {
-                try await serve(
-                    SimulatedDevice(configuration: configuration), index: index, build: build, faults: faultProfile,
-                    stops: &stops)
+                let device = SimulatedDevice(configuration: configuration)
+                if let log {
+                    let prefix = count > 1 ? "\(index) " : ""
+                    device.setRequestObserver { log.append(prefix + $0.description) }
+                }
+                try await serve(device, index: index, build: build, faults: faultProfile, stops: &stops)
             }
         } catch {
             for stop in stops { await stop() }
@@ -445,5 +452,27 @@ final class OnceFlag: @unchecked Sendable {
         if fired { return false }
         fired = true
         return true
+    }
+}
+
+
+/// `--request-log`: one line per request, appended and flushed at once (the file is complete for every
+/// request a client has an answer to).
+final class RequestLog: @unchecked Sendable {
+    private let file: UnsafeMutablePointer<FILE>
+    private let lock = NIOLock()
+
+    init(path: String) throws {
+        guard let file = fopen(path, "a") else {
+            throw ValidationError("--request-log \(path): cannot open it for writing (\(String(cString: strerror(errno))))")
+        }
+        self.file = file
+    }
+
+    func append(_ line: String) {
+        lock.withLock {
+            fputs(line + "\n", file)
+            fflush(file)
+        }
     }
 }

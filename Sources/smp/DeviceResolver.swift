@@ -30,12 +30,14 @@ enum DeviceResolver {
         case .serial:
             try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow"])
             var configuration = SerialTransport.Configuration(path: uri.target, consoleLineMemory: .standard)
+            configuration.parametersMemory = .standard
             try applySerialOptions(uri, to: &configuration)
             return SerialTransport(configuration: configuration, logger: logger)
         case .udp:
             try checkOptions(uri, allowed: ["mtu", "retransmit"])
             var configuration = UDPTransport.Configuration(
-                host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort, roundTripMemory: .standard)
+                host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort, roundTripMemory: .standard,
+                parametersMemory: .standard)
             if let mtu = try uri.intOption("mtu", in: 32...UDPTransport.largestDatagram) { configuration.mtu = mtu }
             if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return UDPTransport(configuration: configuration)

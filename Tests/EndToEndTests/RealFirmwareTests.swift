@@ -58,14 +58,35 @@ struct RealFirmwareTests {
     static func checkFileRoundTrip(
         _ rig: FirmwareRig, in directory: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
+        // The round-trip budget: the first upload to this device (its rig's own cache) asks `os params`
+        // once (a serial build also probes its console lines, and checks for an unfinished copy when the
+        // file takes more than 8 chunks); the second, of other bytes, sends its chunks and one hash alone.
+        let earlier = randomBytes(4096)
+        let earlierFile = directory.path("earlier.bin")
+        try earlier.write(to: URL(fileURLWithPath: earlierFile))
+        let firstUpload = try await rig.smp(["-v", "fs", "upload", earlierFile, "/lfs1/rt.bin"], timeout: 60)
+        expectSuccess(firstUpload, sourceLocation: sourceLocation)
+        let first = requestsSent(firstUpload.stderr)
+        let chunks = first.filter { $0 == "write 8/0" }.count
+        #expect(first.filter { $0 == "read 0/6" }.count == 1, "\(first)", sourceLocation: sourceLocation)
+        #expect(first.last == "read 8/2" && chunks > 0, "\(first)", sourceLocation: sourceLocation)
+        if rig.build == .udp {
+            #expect(first == ["read 0/6", "write 8/0", "write 8/0", "write 8/0", "read 8/2"], "\(first)", sourceLocation: sourceLocation)
+        }
+
         let payload = randomBytes(4096)
         let local = directory.path("payload.bin")
         try payload.write(to: URL(fileURLWithPath: local))
-        let upload = try await rig.smp(["fs", "upload", local, "/lfs1/rt.bin"], timeout: 60)
+        let upload = try await rig.smp(["-v", "fs", "upload", local, "/lfs1/rt.bin"], timeout: 60)
         expectSuccess(upload, sourceLocation: sourceLocation)
         guard upload.status == 0 else {
             Issue.record("4 KiB upload failed; the device's log ends:\n\(rig.deviceLog())", sourceLocation: sourceLocation)
             return
+        }
+        let known = requestsSent(upload.stderr)
+        #expect(known.last == "read 8/2" && known.dropLast().allSatisfy { $0 == "write 8/0" }, "\(known)", sourceLocation: sourceLocation)
+        if rig.build == .udp {
+            #expect(known == ["write 8/0", "write 8/0", "write 8/0", "read 8/2"], "\(known)", sourceLocation: sourceLocation)
         }
         let back = directory.path("back.bin")
         expectSuccess(try await rig.smp(["fs", "download", "/lfs1/rt.bin", back], timeout: 60), sourceLocation: sourceLocation)
@@ -84,6 +105,19 @@ struct RealFirmwareTests {
             #expect(output == expected, "\(hash); local \(type) \(expected)", sourceLocation: sourceLocation)
             #expect(jsonInt(object["len"]) == 4096, "\(hash)", sourceLocation: sourceLocation)
         }
+    }
+
+    /// The requests of an `smp -v` run, in order, as `read 8/2` (operation, group/command): one per
+    /// sequence number (a copy the session resent is the same request).
+    static func requestsSent(_ stderr: String) -> [String] {
+        var seen: Set<String> = []
+        var requests: [String] = []
+        let pattern = /-> (read|write) [a-z]+\((\d+)\) cmd (\d+) seq (\d+)\b/
+        for line in stderr.split(separator: "\n") {
+            guard let match = line.firstMatch(of: pattern), seen.insert(String(match.4)).inserted else { continue }
+            requests.append("\(match.1) \(match.2)/\(match.3)")
+        }
+        return requests
     }
 
     /// An empty file up and down; the device answers FILE_EMPTY (fs error 16) to its hash, which a

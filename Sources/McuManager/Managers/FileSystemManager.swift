@@ -108,13 +108,28 @@ public struct FileSystemManager: Sendable {
         try await client.open()
         let started = clock.now
         let total = source.size
-        let hashChoice = HashChoiceCache()
+        let hashChoice = makeHashChoice()
+        let memory = client.transport.parametersMemory
+        let device = client.transport.name
         do {
             var start = 0
-            if resume, worthCheckingForResume(total, remote: remote, configuration: configuration) {
+            // A known device holds an unfinished copy only of a path an upload from here left unfinished.
+            let mayHoldStart = memory.map { !$0.knows(device) || $0.hasUnfinishedUpload(of: remote, to: device) } ?? true
+            if resume, mayHoldStart, worthCheckingForResume(total, remote: remote, configuration: configuration) {
                 try await closeOpenFile()
-                start = try await resumableOffset(of: remote, source: source, hashes: hashChoice)
+                let found = try await resumableOffset(of: remote, source: source, hashes: hashChoice)
+                start = found.offset
+                if verify, total > 0, start == total, let verification = found.verification {
+                    // The device holds the whole file: its hash of all `total` bytes, just compared, is the
+                    // verification (a close, a status and the same hash again would only repeat it).
+                    progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: nil))
+                    memory?.finishUpload(of: remote, to: device)
+                    return TransferResult(
+                        bytes: total, verification: verification, duration: clock.now - started,
+                        transferDuration: clock.now - started, resumedFrom: total)
+                }
             }
+            memory?.beginUpload(of: remote, bytes: total, to: device)
             let resumedFrom = start
             var completions = 0
             var restarted = false
@@ -146,6 +161,7 @@ public struct FileSystemManager: Sendable {
                     let sent = clock.now - started
                     do {
                         if let verification = try await verifyWhole(remote: remote, length: total, hashes: hashChoice, source: source) {
+                            memory?.finishUpload(of: remote, to: device)
                             return TransferResult(
                                 bytes: total, verification: verification, duration: clock.now - started,
                                 transferDuration: sent, resumedFrom: resumedFrom)
@@ -184,7 +200,7 @@ public struct FileSystemManager: Sendable {
                     // A short file: the device lost the upload's length or an answer; continue from its length
                     // when its bytes are the start of this file, else from 0.
                     completions += 1
-                    start = try await resumableOffset(of: remote, source: source, knownLength: length, hashes: hashChoice)
+                    start = try await resumableOffset(of: remote, source: source, knownLength: length, hashes: hashChoice).offset
                     continue
                 }
                 if length > total, !restarted {
@@ -196,6 +212,7 @@ public struct FileSystemManager: Sendable {
                     .protocolViolation,
                     "\(remote) on the device has \(length) bytes after the upload, the local file \(total); transfer the file again")
             }
+            memory?.finishUpload(of: remote, to: device)
             return TransferResult(
                 bytes: total, verification: verification, duration: clock.now - started,
                 transferDuration: transferred, resumedFrom: resumedFrom)
@@ -322,7 +339,7 @@ public struct FileSystemManager: Sendable {
             var verification = Verification.skipped("not requested")
             if verify {
                 verification = try await self.verify(
-                    remote: remote, length: offset, lengthChecked: true, hashes: HashChoiceCache()
+                    remote: remote, length: offset, lengthChecked: true, hashes: makeHashChoice()
                 ) { type in
                     type == "sha256" ? shaDigest : type == "crc32" ? crcDigest : nil
                 }
@@ -468,9 +485,40 @@ public struct FileSystemManager: Sendable {
     /// The device's hash of `remote` (its first `length` bytes when given) and the type it used: SHA-256 is
     /// asked for first; a device without it (FS error 13 or rc 8) is asked once which types it offers.
     /// nil: the device offers none. Other device errors are thrown.
+    /// A hash choice for one transfer, starting from the hash type remembered for this device
+    /// (`DeviceParametersMemory`): a device that answered CRC-32 before is asked for it at once, not
+    /// for SHA-256 first and then for its list of types (three round trips where one does).
+    private func makeHashChoice() -> HashChoiceCache {
+        let transport = client.transport
+        return HashChoiceCache(remembered: transport.parametersMemory?.recallHashType(of: transport.name))
+    }
+
     private func deviceHash(of remote: String, length: Int? = nil, hashes: HashChoiceCache) async throws
         -> (type: String, response: FileHashResponse)?
     {
+        let found = try await deviceHashOnce(of: remote, length: length, hashes: hashes)
+        if let (used, _) = found, used == "sha256" || used == "crc32" {
+            let transport = client.transport
+            if let memory = transport.parametersMemory, memory.recallHashType(of: transport.name) != used {
+                memory.rememberHashType(used, for: transport.name)
+            }
+        }
+        return found
+    }
+
+    private func deviceHashOnce(of remote: String, length: Int?, hashes: HashChoiceCache) async throws
+        -> (type: String, response: FileHashResponse)?
+    {
+        if let remembered = hashes.rememberedType {
+            do {
+                let response = try await hash(name: remote, type: remembered, length: length)
+                return (response.type ?? remembered, response)
+            } catch let error as McuMgrError where Self.isUnsupported(error) {
+                // Other firmware: find its types again.
+                client.transport.parametersMemory?.rememberHashType(nil, for: client.transport.name)
+                hashes.forgetRemembered()
+            }
+        }
         if hashes.untried {
             do {
                 let response = try await hash(name: remote, type: "sha256", length: length)
@@ -512,11 +560,11 @@ public struct FileSystemManager: Sendable {
     }
 
     /// Where an upload of `source` to `remote` can start: the device's length when its bytes are the start
-    /// of `source` (checked with the device's hash of that part), else 0.
+    /// of `source` (checked with the device's hash of that part), else 0; and how that part was checked.
     private func resumableOffset(
         of remote: String, source: FileUploadSource, knownLength: Int? = nil, hashes: HashChoiceCache
-    ) async throws -> Int {
-        guard source.size > 0 else { return 0 }
+    ) async throws -> (offset: Int, verification: Verification?) {
+        guard source.size > 0 else { return (0, nil) }
         let length: Int
         if let knownLength {
             length = knownLength
@@ -524,20 +572,22 @@ public struct FileSystemManager: Sendable {
             do {
                 length = try await status(name: remote)
             } catch let error as McuMgrError where error.kind == .device {
-                return 0  // No such file, or no status command.
+                return (0, nil)  // No such file, or no status command.
             }
         }
-        guard length > 0, length <= source.size else { return 0 }
+        guard length > 0, length <= source.size else { return (0, nil) }
         let found: (type: String, response: FileHashResponse)?
         do {
             found = try await deviceHash(of: remote, length: length, hashes: hashes)
         } catch let error as McuMgrError where error.kind == .device {
-            return 0  // Without a hash the device's bytes cannot be checked: start over.
+            return (0, nil)  // Without a hash the device's bytes cannot be checked: start over.
         }
         guard let (used, response) = found, response.length == length, let deviceDigest = response.outputBytes,
             let localDigest = try LocalDigest.digest(used, of: PrefixUploadSource(source, length: length))
-        else { return 0 }
-        return localDigest == deviceDigest ? length : 0
+        else { return (0, nil) }
+        guard localDigest == deviceDigest else { return (0, nil) }
+        let verification: Verification? = used == "sha256" ? .sha256 : used == "crc32" ? .crc32 : nil
+        return (length, verification)
     }
 
     /// Compares the device's digest of `remote` with `local(type)`.
@@ -604,6 +654,19 @@ final class HashChoiceCache: Sendable {
     }
     private let cached = LockedState<Known?>(nil)
     private let sha256Tried = LockedState(false)
+    private let remembered: LockedState<String?>
+
+    /// - Parameter remembered: the type this device answered before (`crc32`: asked for at once; other
+    ///   values are found as without it, SHA-256 being asked for first anyway).
+    init(remembered: String? = nil) {
+        self.remembered = LockedState(remembered == "crc32" ? remembered : nil)
+    }
+
+    /// The type to ask for first, remembered from an earlier transfer; nil once it failed.
+    var rememberedType: String? { remembered.withLock { $0 } }
+
+    /// The remembered type was refused: find the device's types as for a new device.
+    func forgetRemembered() { remembered.withLock { $0 = nil } }
 
     /// Nothing is known yet and SHA-256 was not tried: worth asking for a SHA-256 hash straight away.
     var untried: Bool { cached.withLock { $0 == nil } && !sha256Tried.withLock { $0 } }

@@ -103,8 +103,8 @@ struct UploadEngine: Sendable {
         try await client.open()
         let started = clock.now
         let total = source.size
-        let (messageLimit, deviceDepth) = try await linkLimits(total: total)
-        let depth = max(1, deviceDepth)
+        var (messageLimit, deviceDepth, remembered) = try await linkLimits(total: total, useMemory: true)
+        var depth = max(1, deviceDepth)
 
         if total == 0 {
             let offset = try await send(try request(0, Data(), 0), timeout: configuration.firstChunkTimeout)
@@ -116,15 +116,49 @@ struct UploadEngine: Sendable {
         }
 
         let previousWindow = await client.window
-        if depth > previousWindow { await client.setWindow(depth) }
+        var raised = depth > previousWindow
+        if raised { await client.setWindow(depth) }
         do {
-            let result = try await run(
-                source, total: total, messageLimit: messageLimit, depth: depth, progress: progress,
-                clock: clock, started: started)
-            if depth > previousWindow { await client.setWindow(previousWindow) }
+            let confirmed = LockedState(false)
+            let watched: TransferProgressHandler = { part in
+                if part.bytesTransferred > 0 { confirmed.withLock { $0 = true } }
+                progress?(part)
+            }
+            let result: UploadResult
+            do {
+                // Under remembered buffers the first chunk has a short wait of its own: no answer in it
+                // leads to `os params` (below) rather than to the whole first-chunk timeout.
+                result = try await run(
+                    source, total: total, messageLimit: messageLimit, depth: depth, progress: watched,
+                    clock: clock, started: started, firstChunkCheck: remembered ? await rememberedBuffersCheck() : nil)
+            } catch let error as McuMgrError where remembered && !confirmed.withLock({ $0 }) && Self.mayBeTooLarge(error) {
+                // The first chunk under the remembered buffers, as large as a chunk gets, went unanswered
+                // or was refused for its size: ask the device. Other buffers (other firmware at this
+                // address) replace the remembered ones; the same ones mean the device was only slow (an
+                // erase), and the upload goes on under them.
+                let before = client.transport.parametersMemory?.recall(client.transport.name)
+                client.transport.parametersMemory?.forgetParameters(of: client.transport.name)
+                if let console = client.transport as? any McuMgrConsoleLineTransport {
+                    console.learnConsoleLines(.zephyrDefault, final: false)
+                }
+                client.logger.warning(
+                    "\(command.name): no answer to the first chunk under the device's remembered buffers (\(error.message)); asking the device for them")
+                (messageLimit, deviceDepth, remembered) = try await linkLimits(total: total, useMemory: false)
+                let after = client.transport.parametersMemory?.recall(client.transport.name)
+                if let before, before == after {
+                    client.logger.debug("link: the device's buffers are as remembered (it was slow to answer)")
+                }
+                depth = max(1, deviceDepth)
+                await client.setWindow(max(depth, previousWindow))
+                raised = raised || depth > previousWindow
+                result = try await run(
+                    source, total: total, messageLimit: messageLimit, depth: depth, progress: progress,
+                    clock: clock, started: started, firstChunkCheck: nil)
+            }
+            if raised { await client.setWindow(previousWindow) }
             return result
         } catch {
-            if depth > previousWindow { await client.setWindow(previousWindow) }
+            if raised { await client.setWindow(previousWindow) }
             if error is CancellationError {
                 throw McuMgrError(.cancelled, "\(command.name) was cancelled")
             }
@@ -132,9 +166,21 @@ struct UploadEngine: Sendable {
         }
     }
 
+    /// How long the first chunk under remembered buffers may take before the device is asked for them:
+    /// a few round trips (at least 1 s, 2 s on a serial console, whose frames are paced in bursts), never
+    /// more than the first chunk's own timeout.
+    private func rememberedBuffersCheck() async -> Duration {
+        let rtt = await client.smoothedRoundTrip ?? .milliseconds(100)
+        let least: Duration = client.transport is any McuMgrConsoleLineTransport ? .seconds(2) : .seconds(1)
+        return min(configuration.firstChunkTimeout, max(least, rtt * 8))
+    }
+
+    /// - Parameter firstChunkCheck: when set, the chunk at offset 0 is waited for this long only, and no
+    ///   answer to it (before any other) ends the run with a timeout at once.
     private func run(
         _ source: any UploadSource, total: Int, messageLimit: Int, depth: Int,
-        progress: TransferProgressHandler?, clock: ContinuousClock, started: ContinuousClock.Instant
+        progress: TransferProgressHandler?, clock: ContinuousClock, started: ContinuousClock.Instant,
+        firstChunkCheck: Duration? = nil
     ) async throws -> UploadResult {
         let client = self.client
         let configuration = self.configuration
@@ -189,7 +235,7 @@ struct UploadEngine: Sendable {
             let first = chunk.offset == 0
             let mayErase = first ? command.firstChunkMayErase : configuration.everyChunkMayErase
             let eraseFloor = mayErase ? client.transport.eraseResendFloor : nil
-            let timeout = first ? configuration.firstChunkTimeout : configuration.chunkTimeout
+            let timeout = first ? (firstChunkCheck ?? configuration.firstChunkTimeout) : configuration.chunkTimeout
             submissions += 1
             let submission = submissions
             if !submittedOnce.insert(chunk).inserted { submittedAgain.insert(chunk) }
@@ -295,6 +341,9 @@ struct UploadEngine: Sendable {
                         actions = machine.rejected(chunk, afterResend: afterResend)
                     }
                 case .failure(let error) where error.kind == .timeout:
+                    if firstChunkCheck != nil, chunk.offset == 0, machine.resumedFrom == nil {
+                        throw error  // `upload` asks the device for its buffers
+                    }
                     lastError = error
                     actions = machine.lost(chunk, now: now())
                 case .failure(let error):
@@ -330,20 +379,44 @@ struct UploadEngine: Sendable {
     static var probeThresholdBursts: Int { 16 }
 
 
+    /// Errors of a first chunk sent under remembered buffers that may mean they no longer hold: no answer,
+    /// or rc 2 (ENOMEM), 7 (EMSGSIZE), 9 (ECORRUPT: Zephyr's UDP transport truncates a datagram larger than
+    /// its buffer, and the header then announces more than arrived).
+    static func mayBeTooLarge(_ error: McuMgrError) -> Bool {
+        if error.kind == .timeout { return true }
+        guard let rc = error.returnCode else { return false }
+        return rc == .noMemory || rc == .messageTooLarge || rc == .corrupt
+    }
+
     /// The device's message limit and pipelining depth: the link's limits (`LinkLimits`), refined by the
     /// device's buffers (`os params`; without them one request at a time) and, on a serial console, by
     /// probing the line buffers when the upload is long enough to gain from it.
-    private func linkLimits(total: Int) async throws -> (messageLimit: Int, depth: Int) {
+    ///
+    /// Round trips: `os params` once per device. With `useMemory`, buffers remembered for this device
+    /// (`DeviceParametersMemory`) are used without asking (`remembered` is then true: the first chunk's
+    /// answer proves them, see `upload`), and on a serial console line limits remembered for that buffer
+    /// size are taken without the echo that checks them (the first chunk, sent alone, checks them).
+    private func linkLimits(total: Int, useMemory: Bool) async throws -> (messageLimit: Int, depth: Int, remembered: Bool) {
         let transport = client.transport
         var bufferSize = configuration.deviceBufferSize
         var bufferCount: Int?
+        var remembered = false
         if bufferSize == nil || configuration.pipelineDepth == nil {
-            do {
-                let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
-                bufferSize = bufferSize ?? parameters.bufferSize
-                bufferCount = parameters.bufferCount
-            } catch let error as McuMgrError where error.kind == .device {
-                // Older firmware: no parameters. Zephyr's default buffer is assumed for probing only.
+            if useMemory, let known = transport.parametersMemory?.recall(transport.name) {
+                bufferSize = bufferSize ?? known.bufferSize
+                bufferCount = known.bufferCount
+                remembered = true
+                client.logger.debug("link: the device's buffers as remembered, \(known.bufferCount) x \(known.bufferSize) B (no os params)")
+            } else {
+                do {
+                    let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
+                    bufferSize = bufferSize ?? parameters.bufferSize
+                    bufferCount = parameters.bufferCount
+                    transport.parametersMemory?.remember(
+                        .init(bufferSize: parameters.bufferSize, bufferCount: parameters.bufferCount), for: transport.name)
+                } catch let error as McuMgrError where error.kind == .device {
+                    // Older firmware: no parameters. Zephyr's default buffer is assumed for probing only.
+                }
             }
         }
         if bufferSize == nil {
@@ -358,7 +431,9 @@ struct UploadEngine: Sendable {
         if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe {
             let burst = max(1, console.currentConsoleLines.largestPacketPerBurst - 32)
             if total >= Self.probeThresholdBursts * burst {
-                await LinkProbe.run(client: client, transport: console, deviceBufferSize: bufferSize, logger: client.logger)
+                await LinkProbe.run(
+                    client: client, transport: console, deviceBufferSize: bufferSize, trustRemembered: remembered,
+                    logger: client.logger)
             }
         }
         var limits = transport.linkLimits
@@ -377,7 +452,7 @@ struct UploadEngine: Sendable {
         // What the link holds (a serial console: one frame unless `window=` says more) bounds a depth
         // asked for, too.
         let depth = min(configuration.pipelineDepth ?? limits.framesInFlight, transport.linkLimits.framesInFlight)
-        return (limits.maximumPacketSize, depth)
+        return (limits.maximumPacketSize, depth, remembered)
     }
 
     /// The largest data length for a chunk at `offset`, from the request encoded with empty data.

@@ -18,9 +18,13 @@ public enum LinkProbe {
     /// Probes the link once and makes the transport adopt what it learned; returns the line limits in force.
     /// - Parameters:
     ///   - deviceBufferSize: `buf_size` from `os params`; nil assumes Zephyr's default SMP buffer (384).
+    ///   - trustRemembered: take line limits remembered for this device and buffer size without the echo
+    ///     that checks them (the caller checks them with its next request, and probes again when it goes
+    ///     unanswered); they are adopted, not final, so a later probe may still run.
     @discardableResult
     public static func run(
-        client: McuMgrClient, transport: any McuMgrConsoleLineTransport, deviceBufferSize: Int?, logger: Logger
+        client: McuMgrClient, transport: any McuMgrConsoleLineTransport, deviceBufferSize: Int?,
+        trustRemembered: Bool = false, logger: Logger
     ) async -> LinkLimits.ConsoleLines {
         let start = transport.currentConsoleLines
         guard transport.needsConsoleProbe else { return start }
@@ -32,6 +36,11 @@ public enum LinkProbe {
             transport.learnConsoleLines(start, final: true)
             logger.debug("link probe: the device took \(start) before; not probing again")
             return start
+        }
+        if trustRemembered, let remembered {
+            transport.learnConsoleLines(remembered, final: false)
+            logger.debug("link probe: the device took \(remembered) before, with the same buffers; taken without a check")
+            return remembered
         }
         // Frames stay within the device's SMP buffer (less 4 bytes of length and CRC), so a frame the
         // device drops is dropped for its lines, not for its size.

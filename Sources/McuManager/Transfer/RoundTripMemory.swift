@@ -38,10 +38,21 @@ public struct RoundTripMemory: Sendable, Hashable {
     }
 
     /// Records what a connection measured. Failures to write are ignored: the memory only saves time.
-    public func remember(_ roundTrip: SMPRoundTrip, for device: String) {
+    /// An entry written within the last hour that the new values are close to (smoothed round trip within
+    /// an eighth, variation within a quarter, or 0.5 ms) is kept as it is: most commands end without a
+    /// write, which is most of what the memory costs a short command.
+    public func remember(_ roundTrip: SMPRoundTrip, for device: String, now: Int? = nil) {
+        let now = now ?? DeviceCacheFile<Entry>.now
+        let srtt = Int(roundTrip.smoothed.microseconds)
+        let rttvar = Int(roundTrip.variation.microseconds)
+        if let old = cache.entries()[device], let oldSRTT = old.srtt_us, let oldVariation = old.rttvar_us,
+            let seen = old.seen, (0..<3600).contains(now - seen),
+            abs(oldSRTT - srtt) <= max(oldSRTT / 8, 500), abs(oldVariation - rttvar) <= max(oldVariation / 4, 500)
+        {
+            return
+        }
         let entry = Entry(
-            srtt_us: Int(roundTrip.smoothed.microseconds), rttvar_us: Int(roundTrip.variation.microseconds),
-            seen: DeviceCacheFile<Entry>.now)
+            srtt_us: srtt, rttvar_us: rttvar, seen: now)
         cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
     }
 

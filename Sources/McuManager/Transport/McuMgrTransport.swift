@@ -45,6 +45,11 @@ public protocol McuMgrTransport: AnyObject, Sendable {
     /// adaptive resend timeout); nil (the default) to start from `sessionDefaults` every time.
     var roundTripMemory: RoundTripMemory? { get }
 
+    /// Where transfers keep the device's buffers (`os params`) and unfinished file uploads between
+    /// connections, so that a known device's uploads send neither `os params` nor a resume check; nil
+    /// (the default) asks every time.
+    var parametersMemory: DeviceParametersMemory? { get }
+
     /// The shortest wait before resending a request the device may take seconds to answer because it
     /// erases flash first (the first chunk of an image upload): a copy sent sooner only queues behind the
     /// erase, on a serial line in buffers the device needs for what follows. nil: resend it after the
@@ -61,6 +66,8 @@ extension McuMgrTransport {
     public func framesInFlight(deviceBufferCount: Int) -> Int { max(1, deviceBufferCount - 1) }
 
     public var roundTripMemory: RoundTripMemory? { nil }
+
+    public var parametersMemory: DeviceParametersMemory? { nil }
 
     public var eraseResendFloor: Duration? { .seconds(2) }
 

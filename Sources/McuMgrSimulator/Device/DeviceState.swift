@@ -28,6 +28,8 @@ struct DeviceState: Sendable {
     var runMode: SimulatedRunMode = .application
     /// The SUIT side of a SUIT device.
     var suit: SUITState?
+    /// The requests of the packet being handled, in order (what `SimulatedDevice`'s request observer is told).
+    var received: [SimulatedRequestRecord] = []
 
     init(configuration: SimulatorConfiguration) {
         self.configuration = configuration
@@ -95,6 +97,9 @@ struct DeviceState: Sendable {
         let command = McuMgrCommand(rawValue: packet[start + 7])
         // smp_make_rsp_hdr: READ → READ_RSP, anything else → WRITE_RSP.
         let responseOperation: SMPOperation = opBits == 0 ? .readResponse : .writeResponse
+        if let operation = SMPOperation(rawValue: opBits), !operation.isResponse {
+            received.append(SimulatedRequestRecord(operation: operation, group: group, command: command))
+        }
 
         // The version the request is handled in and the version of the response header.
         let handledVersion: SMPVersion

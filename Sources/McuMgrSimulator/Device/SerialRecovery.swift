@@ -22,6 +22,10 @@ extension DeviceState {
             // Malformed (bad OP, more payload announced than present): silence.
             guard opBits == 0 || opBits == 2, length <= packet.count - start - SMPHeader.size else { break }
             let payload = packet[(start + SMPHeader.size)..<(start + SMPHeader.size + length)]
+            received.append(
+                SimulatedRequestRecord(
+                    operation: opBits == 0 ? .read : .write, group: McuMgrGroup(rawValue: group),
+                    command: McuMgrCommand(rawValue: command)))
             let entries = recoveryAnswer(group: group, command: command, read: opBits == 0, payload: payload)
             let body = ResponseEncoder.encode(.map(entries), indefiniteLengths: configuration.indefiniteLengthMaps)
             var header: [UInt8] = [

@@ -19,6 +19,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     private let lock = NIOLock()
     private var state: DeviceState
     private var resetObservers: [Int: @Sendable (SimulatedResetEvent) -> Void] = [:]
+    private var requestObserver: (@Sendable (SimulatedRequestRecord) -> Void)?
     private var nextObserverID = 1
 
     public init(configuration: SimulatorConfiguration = SimulatorConfiguration()) {
@@ -58,7 +59,11 @@ public final class SimulatedDevice: @unchecked Sendable {
             withState { state in
                 state.requestedReset = nil
                 state.busyTime = .zero
+                state.received.removeAll(keepingCapacity: true)
                 let responses = state.process(request, now: instant)
+                if let requestObserver {
+                    for record in state.received { requestObserver(record) }
+                }
                 busy = state.busyTime
                 var event: SimulatedResetEvent?
                 if let reset = state.requestedReset {
@@ -69,6 +74,14 @@ public final class SimulatedDevice: @unchecked Sendable {
             }
         if let event { for observer in observers { observer(event) } }
         return (responses, busy)
+    }
+
+    /// Called with every request the device receives (one call per request of a packet, in order), under
+    /// the device's lock before the answer is returned: when a client has its answer, the observer has
+    /// seen its request. For tests that count a command's requests (its round-trip budget); nil stops it.
+    /// The observer must not call back into the device.
+    public func setRequestObserver(_ observer: (@Sendable (SimulatedRequestRecord) -> Void)?) {
+        withState { _ in requestObserver = observer }
     }
 
     /// Reboots the device as if its power were cycled: MCUboot applies pending swaps or reverts.

@@ -36,7 +36,11 @@ struct FSCommand: AsyncParsableCommand {
             discussion: """
                 A file of more than 8 chunks first closes the file the device may still hold open, and when \
                 the device already holds the start of this file (an upload that was interrupted: same bytes, \
-                checked with the device's hash) sends only the rest; a shorter one is sent whole. Afterwards \
+                checked with the device's hash) sends only the rest; a shorter one is sent whole. A device \
+                that smp knows (it keeps each device's buffers and unfinished uploads for a day under \
+                $XDG_CACHE_HOME/smp; SMP_NO_CACHE=1 turns that off) is asked only for a path whose upload \
+                from here did not finish, and not for its buffers (os params): its upload is the chunks and \
+                one hash. Afterwards \
                 the device's length and SHA-256 (else CRC-32, else the length alone) must match the local \
                 file; a short file is completed from the device's offset. Ctrl-C stops the upload (exit 130); \
                 run the command again to resume.

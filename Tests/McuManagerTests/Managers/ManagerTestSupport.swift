@@ -50,10 +50,21 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
         var handler: (@Sendable (McuMgrTransportEvent) -> Void)?
     }
 
-    init(_ inner: any McuMgrTransport) { self.inner = inner }
+    /// Where uploads keep the device's buffers and unfinished uploads (nil: not kept).
+    let parametersMemory: DeviceParametersMemory?
+
+    private let mtuOverride: Int?
+
+    /// - Parameter mtu: the link's MTU when not the inner transport's (a link that carries more than the
+    ///   device takes).
+    init(_ inner: any McuMgrTransport, parametersMemory: DeviceParametersMemory? = nil, mtu: Int? = nil) {
+        self.inner = inner
+        self.parametersMemory = parametersMemory
+        mtuOverride = mtu
+    }
 
     var name: String { inner.name }
-    var mtu: Int { inner.mtu }
+    var mtu: Int { mtuOverride ?? inner.mtu }
     var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
 
     var sent: [SMPPacket] { state.current.sent }
@@ -127,14 +138,25 @@ struct ManagerRig {
     let tap: ManagerTapTransport
     let client: McuMgrClient
 
-    init(timeout: Duration = .seconds(10), _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) {
+    init(
+        timeout: Duration = .seconds(10), parametersMemory: DeviceParametersMemory? = nil,
+        _ configure: (inout SimulatorConfiguration) -> Void = { _ in }
+    ) {
         var configuration = SimulatorConfiguration()
         // Transfers of up to megabytes: no 16 KiB LittleFS here.
         configuration.fileSystemBlockCount = nil
         configure(&configuration)
-        device = SimulatedDevice(configuration: configuration)
+        self.init(device: SimulatedDevice(configuration: configuration), timeout: timeout, parametersMemory: parametersMemory)
+    }
+
+    /// A new connection (link, tap and client) to `device`: what a second run of a command gets.
+    init(
+        device: SimulatedDevice, timeout: Duration = .seconds(10), parametersMemory: DeviceParametersMemory? = nil,
+        mtu: Int? = nil
+    ) {
+        self.device = device
         link = InMemorySimulatorTransport(device: device)
-        tap = ManagerTapTransport(link)
+        tap = ManagerTapTransport(link, parametersMemory: parametersMemory, mtu: mtu)
         client = McuMgrClient(transport: tap, configuration: .init(timeout: timeout))
     }
 

@@ -58,4 +58,22 @@ import Testing
             #expect(object?.count == RoundTripMemory.capacity)
         }
     }
+
+    @Test func aCloseValueSeenWithinTheHourIsNotWrittenAgain() throws {
+        try Self.withFile { file in
+            let memory = RoundTripMemory(file: file)
+            let now = Int(Date().timeIntervalSince1970)
+            memory.remember(SMPRoundTrip(smoothed: .microseconds(10_000), variation: .microseconds(2_000)), for: "udp:a", now: now)
+            let written = try Data(contentsOf: file)
+            // Close to what is there, within the hour: the file stays as it was.
+            memory.remember(SMPRoundTrip(smoothed: .microseconds(10_900), variation: .microseconds(2_400)), for: "udp:a", now: now + 60)
+            #expect(try Data(contentsOf: file) == written)
+            #expect(memory.recall("udp:a") == SMPRoundTrip(smoothed: .microseconds(10_000), variation: .microseconds(2_000)))
+            // Another value, or an hour later: written.
+            memory.remember(SMPRoundTrip(smoothed: .microseconds(20_000), variation: .microseconds(2_000)), for: "udp:a", now: now + 60)
+            #expect(memory.recall("udp:a") == SMPRoundTrip(smoothed: .microseconds(20_000), variation: .microseconds(2_000)))
+            memory.remember(SMPRoundTrip(smoothed: .microseconds(20_100), variation: .microseconds(2_000)), for: "udp:a", now: now + 60 + 3600)
+            #expect(memory.recall("udp:a") == SMPRoundTrip(smoothed: .microseconds(20_100), variation: .microseconds(2_000)))
+        }
+    }
 }
