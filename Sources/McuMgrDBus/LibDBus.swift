@@ -82,6 +82,7 @@ struct LibDBus: Sendable {
     let dbus_message_set_destination: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> dbus_bool_t
     let dbus_message_set_no_reply: @convention(c) (OpaquePointer?, dbus_bool_t) -> Void
     let dbus_message_unref: @convention(c) (OpaquePointer?) -> Void
+    let dbus_message_ref: @convention(c) (OpaquePointer?) -> OpaquePointer?
     let dbus_threads_init_default: @convention(c) () -> dbus_bool_t
     let dbus_try_get_local_machine_id: @convention(c) (UnsafeMutablePointer<CDBus.DBusError>?) -> UnsafeMutablePointer<CChar>?
 
@@ -147,6 +148,7 @@ struct LibDBus: Sendable {
         dbus_message_set_destination = unsafeBitCast(try symbol("dbus_message_set_destination"), to: (@convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> dbus_bool_t).self)
         dbus_message_set_no_reply = unsafeBitCast(try symbol("dbus_message_set_no_reply"), to: (@convention(c) (OpaquePointer?, dbus_bool_t) -> Void).self)
         dbus_message_unref = unsafeBitCast(try symbol("dbus_message_unref"), to: (@convention(c) (OpaquePointer?) -> Void).self)
+        dbus_message_ref = unsafeBitCast(try symbol("dbus_message_ref"), to: (@convention(c) (OpaquePointer?) -> OpaquePointer?).self)
         dbus_threads_init_default = unsafeBitCast(try symbol("dbus_threads_init_default"), to: (@convention(c) () -> dbus_bool_t).self)
         dbus_try_get_local_machine_id = unsafeBitCast(try symbol("dbus_try_get_local_machine_id"), to: (@convention(c) (UnsafeMutablePointer<CDBus.DBusError>?) -> UnsafeMutablePointer<CChar>?).self)
     }
@@ -203,5 +205,6 @@ func dbus_message_new_signal(_ a0: UnsafePointer<CChar>!, _ a1: UnsafePointer<CC
 func dbus_message_set_destination(_ a0: OpaquePointer!, _ a1: UnsafePointer<CChar>!) -> dbus_bool_t { LibDBus.functions.dbus_message_set_destination(a0, a1) }
 func dbus_message_set_no_reply(_ a0: OpaquePointer!, _ a1: dbus_bool_t) { LibDBus.functions.dbus_message_set_no_reply(a0, a1) }
 func dbus_message_unref(_ a0: OpaquePointer!) { LibDBus.functions.dbus_message_unref(a0) }
+@discardableResult func dbus_message_ref(_ a0: OpaquePointer!) -> OpaquePointer! { LibDBus.functions.dbus_message_ref(a0) }
 func dbus_threads_init_default() -> dbus_bool_t { LibDBus.functions.dbus_threads_init_default() }
 func dbus_try_get_local_machine_id(_ a0: UnsafeMutablePointer<CDBus.DBusError>!) -> UnsafeMutablePointer<CChar>! { LibDBus.functions.dbus_try_get_local_machine_id(a0) }
