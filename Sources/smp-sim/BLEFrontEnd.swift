@@ -77,9 +77,14 @@ final class BLEFrontEnd: Sendable {
     /// Starts serving; returns the ready line (`ble hci1 00:00:5E:00:53:01 name smp-sim mtu 247`).
     func start() async throws -> String {
         let adapter = try await peripheral.start()
-        let token = device.addResetObserver { [peripheral] event in
+        let applicationName = peripheral.configuration.localName
+        let adapterName = adapter.name
+        let token = device.addResetObserver { [peripheral, device] event in
             // The answer to the reset goes out first; the link drops when the device reboots and
-            // comes back (advertising) when it is up again.
+            // comes back (advertising) when it is up again. The firmware loader comes back under its
+            // own name (the one the application stored, or its built-in one) and the application under
+            // its name. The address stays the adapter's: one BlueZ adapter is one address, where a real
+            // loader often has an address of its own.
             let now = BLEFrontEnd.monotonicNow()
             let down = event.rebootAt > now ? event.rebootAt - now : .zero
             let up = event.rebootingUntil > now ? event.rebootingUntil - now : .zero
@@ -87,7 +92,13 @@ final class BLEFrontEnd: Sendable {
                 try? await Task.sleep(for: down)
                 await peripheral.suspend()
                 try? await Task.sleep(for: up - down)
-                try? await peripheral.resume()
+                let name = device.firmwareLoaderAdvertisingName ?? applicationName
+                let renamed = name != peripheral.localName
+                try? await peripheral.resume(localName: name)
+                if renamed {
+                    print("ble \(adapterName) advertising \(name)\(event.runMode == .firmwareLoader ? " (firmware loader)" : "")")
+                    fflush(nil)
+                }
             }
         }
         observer.set(token)

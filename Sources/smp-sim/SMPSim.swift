@@ -125,9 +125,14 @@ struct SMPSim: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "MCUboot mode: swap-scratch (default, or the --like build's), swap-move, swap-offset (swap on reset, revert unless confirmed), overwrite (copy on reset, no revert), direct-xip (higher version boots, no test/confirm), direct-xip-revert, ram-load, firmware-loader (reset --boot-mode 1 runs the loader), single-app.",
+            "MCUboot mode: swap-scratch (default, or the --like build's), swap-move, swap-offset (swap on reset, revert unless confirmed), overwrite (copy on reset, no revert), direct-xip (higher version boots, no test/confirm), direct-xip-revert, ram-load, firmware-loader (reset --boot-mode 1 runs the loader: OS reset/params/bootloader info, image and basic groups only; over --ble it advertises the name saved in fw_loader/adv_name, until the next reset brings the application back), single-app.",
             valueName: "mode"))
     var bootloaderMode: String?
+
+    @Option(help: ArgumentHelp(
+        "firmware-loader mode with --ble: the name the loader advertises when the application stored none in the setting fw_loader/adv_name (default: FW loader, as Nordic's fw_loader sample).",
+        valueName: "name"))
+    var loaderName: String?
 
     @Flag(help: "Downgrade prevention: bootloader info reports \"no-downgrade\": true.")
     var noDowngrade = false
@@ -290,6 +295,7 @@ struct SMPSim: AsyncParsableCommand {
             configuration.bootloader.mode = SimulatedBootloader.Mode(name: bootloaderMode)!
         }
         configuration.bootloader.noDowngrade = noDowngrade
+        if let loaderName { configuration.bootloader.firmwareLoaderName = loaderName }
         if suit { configuration.suit = SimulatedSUITConfiguration() }
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
         if let slotSize { configuration.imageSlotSize = slotSize }
