@@ -56,7 +56,11 @@ struct DeviceState: Sendable {
 
     /// `buf_size` of what is running now.
     var bufferSize: Int {
-        runMode == .serialRecovery ? configuration.bootloader.serialRecoveryBufferSize : configuration.bufferSize
+        switch runMode {
+        case .serialRecovery: configuration.bootloader.serialRecoveryBufferSize
+        case .firmwareLoader: configuration.bootloader.firmwareLoaderBufferSize ?? configuration.bufferSize
+        default: configuration.bufferSize
+        }
     }
 
     /// Uptime of the current boot.
