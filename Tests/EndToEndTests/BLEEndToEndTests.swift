@@ -98,6 +98,35 @@ struct BLEEndToEndTests {
         }
     }
 
+    /// Firmware-loader mode over BLE: the application stores the loader's name, resets into the loader, which
+    /// comes back advertising that name (bluezoo: at the same address, one adapter being one address), the
+    /// image goes up to the loader found by name, and after the reset the application is found again under
+    /// its own address and runs the new image.
+    @Test func firmwareLoaderIsFoundByTheNameItWasGiven() async throws {
+        try await withBLESimulator(["--bootloader-mode", "firmware-loader", "--swap-time", "0.2"]) { session in
+            let (image, hash) = try DFUPackages.image(version: (4, 0, 0), size: 24 * 1024, seed: 11)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", "FL_BLE01"], timeout: 150)
+            expectSuccess(run)
+            #expect(jsonInt(dfuResult(run)?["bootloader_mode"]) == 7)
+            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+            #expect(states.contains("resetIntoFirmwareLoader"), "\(states)")
+            #expect(run.stderr.contains("looking for the firmware loader (\"FL_BLE01\") as ble:name=FL_BLE01"), "\(run.stderr)")
+            // The loader has buffers of its own (1220 B as Nordic's fw_loader sample) and no echo: its answer rc 8 to
+            // the split echo probe still shows that it reassembles, so the image goes up in packets of its buffer.
+            #expect(run.stderr.contains("BLE device \"FL_BLE01\" (00:00:5E:00:53:01, 0 dBm): buffers 4 x 1220 B, reassembles (asked)"), "\(run.stderr)")
+            // The simulator advertised the loader's name, then the application's again.
+            #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("advertising FL_BLE01 (firmware loader)") } != nil)
+            #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("advertising smp-sim") } != nil)
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let slots = jsonObject(list)?["images"] as? [[String: Any]] ?? []
+            let active = slots.first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash), "\(slots)")
+            #expect(active?["version"] as? String == "4.0.0")
+        }
+    }
+
     @Test func clientsUsingSocketsAndDBusTakeTurns() async throws {
         // Each smp run connects afresh; the two ways to write and be notified must not disturb each other.
         try await withBLESimulator { session in
