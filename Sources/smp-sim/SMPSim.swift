@@ -134,6 +134,11 @@ struct SMPSim: AsyncParsableCommand {
         valueName: "name"))
     var loaderName: String?
 
+    @Option(help: ArgumentHelp(
+        "firmware-loader mode with --ble: serve the loader on this adapter (another address, as a loader with a Bluetooth identity of its own); default: the --ble adapter, under the loader's name.",
+        valueName: "adapter"))
+    var bleLoaderAdapter: String?
+
     @Flag(help: "Downgrade prevention: bootloader info reports \"no-downgrade\": true.")
     var noDowngrade = false
 
@@ -221,6 +226,8 @@ struct SMPSim: AsyncParsableCommand {
         }
         guard (23...517).contains(bleMtu) else { throw ValidationError("--ble-mtu must be 23...517") }
         if let ble, ble.isEmpty { throw ValidationError("--ble needs an adapter name, e.g. hci1") }
+        if bleLoaderAdapter != nil, ble == nil { throw ValidationError("--ble-loader-adapter goes with --ble") }
+        if let bleLoaderAdapter, bleLoaderAdapter == ble { throw ValidationError("--ble-loader-adapter must be another adapter than --ble (leave it out to serve the loader on the same one)") }
         guard ["console", "raw"].contains(framing) else { throw ValidationError("--framing must be console or raw") }
         guard (8...4096).contains(lineLength) else { throw ValidationError("--line-length must be 8...4096") }
         if let bufSize, !(64...65535).contains(bufSize) { throw ValidationError("--buf-size must be 64...65535") }
@@ -386,7 +393,7 @@ struct SMPSim: AsyncParsableCommand {
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
                 reassembly: !bleNoReassembly, security: bleSecurity, notificationSize: bleNotifySize, dropLinkEvery: bleDropEvery,
                 pairing: blePairing, passkey: blePasskey,
-                latency: .milliseconds(latency), faults: faultProfile)
+                latency: .milliseconds(latency), faults: faultProfile, loaderAdapter: bleLoaderAdapter)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(line)
