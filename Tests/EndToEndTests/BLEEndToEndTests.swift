@@ -127,6 +127,31 @@ struct BLEEndToEndTests {
         }
     }
 
+    /// The firmware loader with a Bluetooth identity of its own (`--ble-loader-adapter hci2`): it comes back as
+    /// another peripheral, at another address, and is found by the name the application stored; the
+    /// application is found again at its own address afterwards.
+    @Test func firmwareLoaderAtAnotherAddressIsFoundByName() async throws {
+        try await withBLESimulator(
+            ["--bootloader-mode", "firmware-loader", "--swap-time", "0.2", "--ble-loader-adapter", BLERig.loaderAdapter]
+        ) { session in
+            let (image, hash) = try DFUPackages.image(version: (4, 1, 0), size: 24 * 1024, seed: 12)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", "FL_BLE02"], timeout: 150)
+            expectSuccess(run)
+            #expect(jsonInt(dfuResult(run)?["bootloader_mode"]) == 7)
+            #expect(await session.sim.waitForLine(timeout: 30) {
+                $0.contains("ble \(BLERig.loaderAdapter) \(BLERig.loaderAddress) advertising FL_BLE02 (firmware loader)")
+            } != nil)
+            // The loader was reached at its own address, the application at the original one.
+            #expect(run.stderr.contains("BLE link ble:name=FL_BLE02: \"FL_BLE02\" (\(BLERig.loaderAddress)"), "\(run.stderr)")
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let slots = jsonObject(list)?["images"] as? [[String: Any]] ?? []
+            let active = slots.first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash), "\(slots)")
+        }
+    }
+
     @Test func clientsUsingSocketsAndDBusTakeTurns() async throws {
         // Each smp run connects afresh; the two ways to write and be notified must not disturb each other.
         try await withBLESimulator { session in
