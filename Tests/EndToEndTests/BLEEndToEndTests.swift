@@ -102,11 +102,14 @@ struct BLEEndToEndTests {
     /// comes back advertising that name (bluezoo: at the same address, one adapter being one address), the
     /// image goes up to the loader found by name, and after the reset the application is found again under
     /// its own address and runs the new image.
-    @Test func firmwareLoaderIsFoundByTheNameItWasGiven() async throws {
+    /// - Parameter device: the application by address, or by name (found again by name once it advertises
+    ///   its own name after the loader's).
+    @Test(arguments: [BLEEndToEndTests.device, "ble:name=smp-sim"])
+    func firmwareLoaderIsFoundByTheNameItWasGiven(_ device: String) async throws {
         try await withBLESimulator(["--bootloader-mode", "firmware-loader", "--swap-time", "0.2"]) { session in
             let (image, hash) = try DFUPackages.image(version: (4, 0, 0), size: 24 * 1024, seed: 11)
             let path = try DFUPackages.write(image, "app.bin", in: session.directory)
-            let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", "FL_BLE01"], timeout: 150)
+            let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", "FL_BLE01"], device: device, timeout: 150)
             expectSuccess(run)
             #expect(jsonInt(dfuResult(run)?["bootloader_mode"]) == 7)
             let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
@@ -118,7 +121,7 @@ struct BLEEndToEndTests {
             // The simulator advertised the loader's name, then the application's again.
             #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("advertising FL_BLE01 (firmware loader)") } != nil)
             #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("advertising smp-sim") } != nil)
-            let list = try await session.smp(["--json", "image", "list"])
+            let list = try await session.smp(["--json", "image", "list"], device: device)
             expectSuccess(list)
             let slots = jsonObject(list)?["images"] as? [[String: Any]] ?? []
             let active = slots.first { $0["active"] as? Bool == true }
