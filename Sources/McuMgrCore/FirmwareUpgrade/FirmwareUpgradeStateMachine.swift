@@ -439,7 +439,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             }
         case .upload(let remaining):
             let which = remaining.first.map { "image \($0)" } ?? "the image"
-            fail("uploading \(which) failed: \(description). Run the upgrade again: the upload resumes from the device's offset")
+            var hint = ""
+            if mode == .firmwareLoader, !singleApp {
+                // Over serial or UDP an application that ignores boot_mode 1 answers in its loader's place, and
+                // refuses to write its own slot.
+                hint = " If the application answered instead of its firmware loader, it ignores the reset into the loader "
+                    + "(boot_mode 1 needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot's firmware loader entrance by boot mode)."
+            }
+            fail("uploading \(which) failed: \(description).\(hint) Run the upgrade again: the upload resumes from the device's offset")
         case .validate:
             if !retry(retriable) { fail("reading the image list failed: \(description). Check the connection and run the upgrade again") }
         case .checkingRecovery:

@@ -98,6 +98,17 @@ import Testing
         #expect(failure?.state == .reconnect)
     }
 
+    @Test func anUploadRefusedAfterTheResetNamesTheBootModeEntrance() {
+        var m = Self.loaderMachine()
+        _ = m.imageListReceived(FW.runningOld())
+        _ = m.firmwareLoaderNameSet()
+        _ = FW.rebootAndReconnect(&m)
+        // The application came back instead (no boot-mode support) and cannot write its own slot.
+        let failure = FW.failure(m.requestFailed("image group error 3 (NO_FREE_SLOT)", retriable: false, now: FW.t(120)))
+        #expect(failure?.message.contains("ignores the reset into the loader") == true, "\(String(describing: failure))")
+        #expect(failure?.message.contains("CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE") == true)
+    }
+
     @Test func theApplicationBootingTheOldImageFails() {
         var m = Self.loaderMachine()
         _ = m.imageListReceived(FW.runningOld())
