@@ -61,6 +61,26 @@ struct FirmwareLoaderDFUTests {
         }
     }
 
+    /// An application without the settings group (the qemu_cortex_m0 build's groups: no settings) answers the
+    /// name's write with rc 8: the upgrade goes on through the loader and says the name was not stored.
+    @Test("an application without settings: the name is not stored, the upgrade goes on and says so")
+    func applicationWithoutSettings() async throws {
+        let extra = ["--like", "qemu_cortex_m0", "--bootloader-mode", "firmware-loader", "--swap-time", "0.2"]
+        try await withDFUSimulator(.udp, extraArguments: extra) { session in
+            let image = try DFUPackages.image(version: (2, 6, 0), size: 16 * 1024, seed: 10)
+            let package = try DFUPackages.write(image.data, "app.bin", in: session.directory)
+            let run = try await session.smp(
+                ["--json", "dfu", package, "--bootloader-mode", "firmware-loader", "--loader-name", "FL_NOSET"], timeout: 90)
+            expectSuccess(run)
+            let result = dfuResult(run) ?? [:]
+            #expect(
+                (result["notes"] as? [String])?.contains { $0.contains("did not store the firmware loader's advertising name \"FL_NOSET\"") } == true,
+                "\(result)")
+            let after = try await session.imageList()
+            #expect(after.first { $0.active }?.hash == hex(image.hash), "\(after)")
+        }
+    }
+
     /// The loader personality on its own: what the nRF Connect SDK fw_loader sample builds (reset, params,
     /// bootloader info, image and basic groups); echo and the settings group answer rc 8 there, and a normal
     /// reset brings the application back.
