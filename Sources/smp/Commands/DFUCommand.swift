@@ -116,7 +116,7 @@ struct DFUCommand: AsyncParsableCommand {
     var resources: [String] = []
 
     @Option(help: ArgumentHelp(
-        "Firmware-loader mode: the name the loader advertises over Bluetooth LE, stored by the application (fw_loader/adv_name) before the reset into it and looked for afterwards (default over BLE: a fresh FL_xxxxxx). nRF Connect SDK Bare Metal keeps at most 15 bytes.",
+        "Firmware-loader mode: the name the loader advertises over Bluetooth LE, stored by the application (fw_loader/adv_name) before the reset into it and looked for afterwards (default over BLE: a fresh FL_xxxxxx). Keep it short: loaders store few bytes (one nRF Connect SDK Bare Metal revision 15).",
         valueName: "name"))
     var loaderName: String?
 
@@ -137,8 +137,8 @@ struct DFUCommand: AsyncParsableCommand {
         }
         if let loaderName, !(1...29).contains(loaderName.utf8.count) {
             // A legacy advertisement's name field holds at most 29 bytes (31 less the length and type bytes);
-            // sdk-nrf-bm's settings handler keeps 15 (a 16-byte buffer with its terminator,
-            // subsys/settings/src/bluetooth_name.c), other loaders may keep more, so only the first bound is ours.
+            // what a loader stores varies (sdk-nrf-bm's subsys/settings/src/ble_name_v2.c kept 15 bytes, its later
+            // subsys/storage/ble_rmem BLE_RMEM_MAX_NAME_SIZE), so only the advertisement's bound is checked here.
             throw ValidationError("--loader-name must be 1...29 bytes (it goes into the loader's advertisement)")
         }
         for resource in resources where !resource.contains("=") {
