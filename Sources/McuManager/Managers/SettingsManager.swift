@@ -50,7 +50,8 @@ public struct SettingsManager: Sendable {
 
     /// Has the firmware loader advertise as `name` after the next reset into it (boot_mode 1): writes the
     /// name's UTF-8 bytes to `fw_loader/adv_name` and saves the settings so that the value survives the
-    /// reset, as the iOS library's method of the same name does.
+    /// reset, as the iOS library's method of the same name does (in sdk-nrf-bm the save is what copies the
+    /// name to the retained memory the loader reads: subsys/storage/ble_rmem/src/ble_rmem.c `settings_save`).
     public func setFirmwareLoaderAdvertisingName(_ name: String) async throws {
         try await write(name: Self.firmwareLoaderAdvertisingNameKey, value: Data(name.utf8))
         try await save()
