@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Bluetooth LE test rig: a private D-Bus daemon standing in for the system bus, and bluezoo (a
-# BlueZ stand-in on PyPI) with two adapters, hci0 (00:00:5E:00:53:00) and hci1 (00:00:5E:00:53:01).
+# BlueZ stand-in on PyPI) with three adapters, hci0 (00:00:5E:00:53:00), hci1 (00:00:5E:00:53:01) and
+# hci2 (00:00:5E:00:53:02; a second peripheral address: smp-sim's firmware loader with an identity of its own).
 # Real bluetoothd cannot run without Bluetooth hardware; see TESTING.md in the project notes.
 #
 #   ble-rig.sh start [--no-bluez] [--owner PID] [DIR]
@@ -18,7 +19,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${SMP_TEST_VENV:-$repo/.venv}"
-adapters=(00:00:5E:00:53:00 00:00:5E:00:53:01)
+adapters=(00:00:5E:00:53:00 00:00:5E:00:53:01 00:00:5E:00:53:02)
 
 # Descriptors inherited from the caller must not live on in the daemons: a caller that watches a
 # socket or pipe for this script's exit (Foundation's Process does) would wait as long as they run.
@@ -105,16 +106,16 @@ start_rig() {
         (
             close_inherited_fds
             export DBUS_SYSTEM_BUS_ADDRESS="$address"
-            exec "$venv/bin/bluezoo" -q -a "${adapters[0]}" -a "${adapters[1]}" --auto-enable --scan-interval 1 \
+            exec "$venv/bin/bluezoo" -q -a "${adapters[0]}" -a "${adapters[1]}" -a "${adapters[2]}" --auto-enable --scan-interval 1 \
                 >"$dir/bluezoo.log" 2>&1 </dev/null
         ) &
         echo $! >"$dir/bluezoo.pid"
         local ready=0
         for _ in $(seq 300); do
-            # Ready when its objects answer with both adapters: bluezoo takes the name org.bluez before
+            # Ready when its objects answer with every adapter: bluezoo takes the name org.bluez before
             # it serves its object manager (a test that asked in between got "Unknown object '/'").
             if DBUS_SYSTEM_BUS_ADDRESS="$address" dbus-send --system --print-reply --dest=org.bluez / \
-                org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null | grep -q "object path \"/org/bluez/hci1\""; then
+                org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null | grep -q "object path \"/org/bluez/hci2\""; then
                 ready=1
                 break
             fi

@@ -22,6 +22,12 @@ final class BLEFrontEnd: Sendable {
     let peripheral: SMPGattPeripheral
     private let observer = LockedObserverToken()
     private let drops: LinkDrops?
+    /// Firmware-loader mode: the adapter the loader is served on (another address, as an nRF Connect SDK
+    /// loader with a Bluetooth identity of its own); nil: the application's adapter, under the loader's name.
+    let loaderAdapter: String?
+    /// The loader's peripheral, made when the loader first runs.
+    private let loader = LockedPeripheral()
+    private let handler: SMPGattPeripheral.RequestHandler
 
     /// - Parameter faults: request and answer loss, duplication, resets and silence apply here; delay,
     ///   jitter and reordering need the peripheral's own timing and are not applied over BLE, nor the
@@ -32,23 +38,15 @@ final class BLEFrontEnd: Sendable {
     init(
         device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, reassembly: Bool = true,
         security: SMPGattPeripheral.Configuration.Security = .open, notificationSize: Int? = nil, dropLinkEvery: Int? = nil,
-        pairing: BLEIOCapability? = nil, passkey: UInt32? = nil, latency: Duration, faults: FaultProfile = FaultProfile()
+        pairing: BLEIOCapability? = nil, passkey: UInt32? = nil, latency: Duration, faults: FaultProfile = FaultProfile(),
+        loaderAdapter: String? = nil
     ) {
         self.device = device
+        self.loaderAdapter = loaderAdapter
         let plan = faults.isEmpty ? nil : LockedFaultPlan(FaultPlan(faults))
         let drops = dropLinkEvery.map(LinkDrops.init(every:))
         self.drops = drops
-        self.peripheral = SMPGattPeripheral(
-            configuration: .init(
-                adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency,
-                reassembly: reassembly, bufferSize: device.configuration.bufferSize, security: security,
-                notificationSize: notificationSize, pairing: pairing, passkey: passkey),
-            logger: BLEFrontEnd.logger,
-            onPairing: { text in
-                print("ble \(adapter) \(text)")
-                fflush(nil)
-            }
-        ) { [device] request in
+        let handler: SMPGattPeripheral.RequestHandler = { [device] request in
             guard !device.isRebooting(at: BLEFrontEnd.monotonicNow()) else { return [] }
             switch drops?.take() ?? .answer {
             case .answer: break
@@ -72,22 +70,49 @@ final class BLEFrontEnd: Sendable {
                 }
             }
         }
+        self.handler = handler
+        self.peripheral = SMPGattPeripheral(
+            configuration: .init(
+                adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency,
+                reassembly: reassembly, bufferSize: device.configuration.bufferSize, security: security,
+                notificationSize: notificationSize, pairing: pairing, passkey: passkey),
+            logger: BLEFrontEnd.logger,
+            onPairing: { text in
+                print("ble \(adapter) \(text)")
+                fflush(nil)
+            },
+            handler: handler)
     }
 
     /// Starts serving; returns the ready line (`ble hci1 00:00:5E:00:53:01 name smp-sim mtu 247`).
     func start() async throws -> String {
         let adapter = try await peripheral.start()
-        let token = device.addResetObserver { [peripheral] event in
+        let applicationName = peripheral.configuration.localName
+        let adapterName = adapter.name
+        let token = device.addResetObserver { [self] event in
             // The answer to the reset goes out first; the link drops when the device reboots and
-            // comes back (advertising) when it is up again.
+            // comes back (advertising) when it is up again. The firmware loader comes back under its
+            // own name (the one the application stored, or its built-in one), on its own adapter when
+            // given one (another address), and the application under its name and address again.
             let now = BLEFrontEnd.monotonicNow()
             let down = event.rebootAt > now ? event.rebootAt - now : .zero
             let up = event.rebootingUntil > now ? event.rebootingUntil - now : .zero
             Task {
                 try? await Task.sleep(for: down)
                 await peripheral.suspend()
+                await loader.value?.suspend()
                 try? await Task.sleep(for: up - down)
-                try? await peripheral.resume()
+                if let loaderName = device.firmwareLoaderAdvertisingName, let loaderAdapter {
+                    await serveLoader(on: loaderAdapter, name: loaderName)
+                    return
+                }
+                let name = device.firmwareLoaderAdvertisingName ?? applicationName
+                let renamed = name != peripheral.localName
+                try? await peripheral.resume(localName: name)
+                if renamed {
+                    print("ble \(adapterName) advertising \(name)\(event.runMode == .firmwareLoader ? " (firmware loader)" : "")")
+                    fflush(nil)
+                }
             }
         }
         observer.set(token)
@@ -99,8 +124,35 @@ final class BLEFrontEnd: Sendable {
             + (configuration.notificationSize.map { " notify \($0)" } ?? "") + (drops.map { " drop-every \($0.every)" } ?? "")
     }
 
+    /// The firmware loader on its own adapter: its peripheral is made (and registered) the first time the
+    /// loader runs, and advertises again under the current name after that.
+    private func serveLoader(on adapter: String, name: String) async {
+        do {
+            let info: BlueZAdapterInfo?
+            if let running = loader.value {
+                try await running.resume(localName: name)
+                info = nil
+            } else {
+                let configuration = peripheral.configuration
+                let made = SMPGattPeripheral(
+                    configuration: .init(
+                        adapter: adapter, localName: name, attMTU: configuration.attMTU, acquire: configuration.acquire,
+                        responseDelay: configuration.responseDelay, reassembly: configuration.reassembly,
+                        bufferSize: device.currentBufferSize, notificationSize: configuration.notificationSize),
+                    logger: BLEFrontEnd.logger, handler: handler)
+                info = try await made.start()
+                loader.value = made
+            }
+            print("ble \(adapter)\(info?.address.map { " \($0)" } ?? "") advertising \(name) (firmware loader)")
+        } catch {
+            print("ble \(adapter) firmware loader cannot advertise: \(error)")
+        }
+        fflush(nil)
+    }
+
     func stop() async {
         if let token = observer.take() { device.removeResetObserver(token) }
+        await loader.value?.stop()
         await peripheral.stop()
     }
 
@@ -119,6 +171,16 @@ final class BLEFrontEnd: Sendable {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return SMPInstant(nanoseconds: UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec))
+    }
+}
+
+/// The firmware loader's peripheral, once made.
+final class LockedPeripheral: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var peripheral: SMPGattPeripheral?
+    var value: SMPGattPeripheral? {
+        get { lock.withLock { peripheral } }
+        set { lock.withLock { peripheral = newValue } }
     }
 }
 

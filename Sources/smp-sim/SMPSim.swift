@@ -125,9 +125,19 @@ struct SMPSim: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "MCUboot mode: swap-scratch (default, or the --like build's), swap-move, swap-offset (swap on reset, revert unless confirmed), overwrite (copy on reset, no revert), direct-xip (higher version boots, no test/confirm), direct-xip-revert, ram-load, firmware-loader (reset --boot-mode 1 runs the loader), single-app.",
+            "MCUboot mode: swap-scratch (default, or the --like build's), swap-move, swap-offset (swap on reset, revert unless confirmed), overwrite (copy on reset, no revert), direct-xip (higher version boots, no test/confirm), direct-xip-revert, ram-load, firmware-loader (reset --boot-mode 1 runs the loader: OS reset/params/bootloader info, image and basic groups only; over --ble it advertises the name saved in fw_loader/adv_name, until the next reset brings the application back), single-app.",
             valueName: "mode"))
     var bootloaderMode: String?
+
+    @Option(help: ArgumentHelp(
+        "firmware-loader mode with --ble: the name the loader advertises when the application stored none in the setting fw_loader/adv_name (default: FW loader, as Nordic's fw_loader sample).",
+        valueName: "name"))
+    var loaderName: String?
+
+    @Option(help: ArgumentHelp(
+        "firmware-loader mode with --ble: serve the loader on this adapter (another address, as a loader with a Bluetooth identity of its own); default: the --ble adapter, under the loader's name.",
+        valueName: "adapter"))
+    var bleLoaderAdapter: String?
 
     @Flag(help: "Downgrade prevention: bootloader info reports \"no-downgrade\": true.")
     var noDowngrade = false
@@ -219,6 +229,8 @@ struct SMPSim: AsyncParsableCommand {
         }
         guard (23...517).contains(bleMtu) else { throw ValidationError("--ble-mtu must be 23...517") }
         if let ble, ble.isEmpty { throw ValidationError("--ble needs an adapter name, e.g. hci1") }
+        if bleLoaderAdapter != nil, ble == nil { throw ValidationError("--ble-loader-adapter goes with --ble") }
+        if let bleLoaderAdapter, bleLoaderAdapter == ble { throw ValidationError("--ble-loader-adapter must be another adapter than --ble (leave it out to serve the loader on the same one)") }
         guard ["console", "raw"].contains(framing) else { throw ValidationError("--framing must be console or raw") }
         guard (8...4096).contains(lineLength) else { throw ValidationError("--line-length must be 8...4096") }
         if let bufSize, !(64...65535).contains(bufSize) { throw ValidationError("--buf-size must be 64...65535") }
@@ -293,6 +305,7 @@ struct SMPSim: AsyncParsableCommand {
             configuration.bootloader.mode = SimulatedBootloader.Mode(name: bootloaderMode)!
         }
         configuration.bootloader.noDowngrade = noDowngrade
+        if let loaderName { configuration.bootloader.firmwareLoaderName = loaderName }
         if suit { configuration.suit = SimulatedSUITConfiguration() }
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
         if let slotSize { configuration.imageSlotSize = slotSize }
@@ -387,7 +400,7 @@ struct SMPSim: AsyncParsableCommand {
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
                 reassembly: !bleNoReassembly, security: bleSecurity, notificationSize: bleNotifySize, dropLinkEvery: bleDropEvery,
                 pairing: blePairing, passkey: blePasskey,
-                latency: .milliseconds(latency), faults: faultProfile)
+                latency: .milliseconds(latency), faults: faultProfile, loaderAdapter: bleLoaderAdapter)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }
             print(line)

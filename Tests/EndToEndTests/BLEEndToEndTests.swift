@@ -98,6 +98,63 @@ struct BLEEndToEndTests {
         }
     }
 
+    /// Firmware-loader mode over BLE: the application stores the loader's name, resets into the loader, which
+    /// comes back advertising that name (bluezoo: at the same address, one adapter being one address), the
+    /// image goes up to the loader found by name, and after the reset the application is found again under
+    /// its own address and runs the new image.
+    /// - Parameter device: the application by address, or by name (found again by name once it advertises
+    ///   its own name after the loader's).
+    @Test(arguments: [BLEEndToEndTests.device, "ble:name=smp-sim"])
+    func firmwareLoaderIsFoundByTheNameItWasGiven(_ device: String) async throws {
+        try await withBLESimulator(["--bootloader-mode", "firmware-loader", "--swap-time", "0.2"]) { session in
+            let (image, hash) = try DFUPackages.image(version: (4, 0, 0), size: 24 * 1024, seed: 11)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", "FL_BLE01"], device: device, timeout: 150)
+            expectSuccess(run)
+            #expect(jsonInt(dfuResult(run)?["bootloader_mode"]) == 7)
+            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+            #expect(states.contains("resetIntoFirmwareLoader"), "\(states)")
+            #expect(run.stderr.contains("looking for the firmware loader (\"FL_BLE01\") as ble:name=FL_BLE01"), "\(run.stderr)")
+            // The loader has buffers of its own (1220 B as Nordic's fw_loader sample) and no echo: its answer rc 8 to
+            // the split echo probe still shows that it reassembles, so the image goes up in packets of its buffer.
+            #expect(run.stderr.contains("BLE device \"FL_BLE01\" (00:00:5E:00:53:01, 0 dBm): buffers 4 x 1220 B, reassembles (asked)"), "\(run.stderr)")
+            // The simulator advertised the loader's name, then the application's again.
+            #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("advertising FL_BLE01 (firmware loader)") } != nil)
+            #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("advertising smp-sim") } != nil)
+            let list = try await session.smp(["--json", "image", "list"], device: device)
+            expectSuccess(list)
+            let slots = jsonObject(list)?["images"] as? [[String: Any]] ?? []
+            let active = slots.first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash), "\(slots)")
+            #expect(active?["version"] as? String == "4.0.0")
+        }
+    }
+
+    /// The firmware loader with a Bluetooth identity of its own (`--ble-loader-adapter hci2`): it comes back as
+    /// another peripheral, at another address, and is found by the name the application stored; the
+    /// application is found again at its own address afterwards.
+    @Test func firmwareLoaderAtAnotherAddressIsFoundByName() async throws {
+        try await withBLESimulator(
+            ["--bootloader-mode", "firmware-loader", "--swap-time", "0.2", "--ble-loader-adapter", BLERig.loaderAdapter]
+        ) { session in
+            let (image, hash) = try DFUPackages.image(version: (4, 1, 0), size: 24 * 1024, seed: 12)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", "FL_BLE02"], timeout: 150)
+            expectSuccess(run)
+            #expect(jsonInt(dfuResult(run)?["bootloader_mode"]) == 7)
+            #expect(await session.sim.waitForLine(timeout: 30) {
+                $0.contains("ble \(BLERig.loaderAdapter) \(BLERig.loaderAddress) advertising FL_BLE02 (firmware loader)")
+            } != nil)
+            // The loader was reached at its own address, the application at the original one.
+            #expect(run.stderr.contains("BLE link ble:name=FL_BLE02: \"FL_BLE02\" (\(BLERig.loaderAddress)"), "\(run.stderr)")
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let slots = jsonObject(list)?["images"] as? [[String: Any]] ?? []
+            let active = slots.first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash), "\(slots)")
+        }
+    }
+
     @Test func clientsUsingSocketsAndDBusTakeTurns() async throws {
         // Each smp run connects afresh; the two ways to write and be notified must not disturb each other.
         try await withBLESimulator { session in

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// A private D-Bus daemon (and, unless told otherwise, bluezoo: a BlueZ stand-in with adapters hci0
-/// and hci1) for one test suite, started and stopped through `Scripts/ble-rig.sh`.
+/// A private D-Bus daemon (and, unless told otherwise, bluezoo: a BlueZ stand-in with adapters hci0,
+/// hci1 and hci2) for one test suite, started and stopped through `Scripts/ble-rig.sh`.
 ///
 /// Tests find the script through `SMP_TEST_BLE_RIG` (Scripts/test.sh sets it) and skip without it, so
 /// a plain `swift test` still runs everything else. Each rig stops itself when the test process
@@ -14,6 +14,10 @@ public final class BLERig: @unchecked Sendable {
     /// The peripheral's adapter (where `smp-sim --ble` serves) and its address.
     public static let peripheralAdapter = "hci1"
     public static let peripheralAddress = "00:00:5E:00:53:01"
+    /// A second peripheral adapter and address: where `smp-sim --ble-loader-adapter` serves its firmware
+    /// loader (a device that comes back as another peripheral).
+    public static let loaderAdapter = "hci2"
+    public static let loaderAddress = "00:00:5E:00:53:02"
 
     /// The rig script, when configured.
     public static var script: String? {

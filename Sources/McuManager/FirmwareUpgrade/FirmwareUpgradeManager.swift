@@ -180,6 +180,7 @@ public actor FirmwareUpgradeManager {
         case imageList(Result<McuMgrImageStateResponse, McuMgrError>)
         case stateWrite(Result<McuMgrImageStateResponse, McuMgrError>)
         case eraseSettings(Result<Void, McuMgrError>)
+        case loaderNamed(Result<Void, McuMgrError>)
         case uploaded(image: Int, FirmwareUpgradeResult.Image)
         case uploadFailed(McuMgrError)
         case resetDone(Result<Void, McuMgrError>)
@@ -332,6 +333,11 @@ public actor FirmwareUpgradeManager {
         case .eraseSettings(.failure(let error)):
             log(.warning, "erasing the application settings failed (\(error.message)); continuing")
             return machine.eraseSettingsFailed(error.message)
+        case .loaderNamed(.success):
+            return machine.firmwareLoaderNameSet()
+        case .loaderNamed(.failure(let error)):
+            log(.warning, "storing the firmware loader's advertising name failed (\(error.message))")
+            return failed(error, &run, machine: &machine, now: now)
         case .uploaded(let image, let record):
             run.uploads.append(record)
             return machine.uploadFinished(image: image)
@@ -464,6 +470,14 @@ public actor FirmwareUpgradeManager {
                             try await client.send(ImageStateWriteRequest(hash: hash.map { Data($0) }, confirm: true), timeout: timeout)
                         })
                 }
+            case .setFirmwareLoaderName(let name):
+                log(.info, "asking the application to have its firmware loader advertise as \"\(name)\" (settings fw_loader/adv_name)")
+                spawn(&run) { client, _ in
+                    .loaderNamed(
+                        await Self.catching {
+                            try await SettingsManager(client: client).setFirmwareLoaderAdvertisingName(name)
+                        })
+                }
             case .reset(let mode):
                 let into = machine.bootloaderMode == .singleApplicationSlot ? "MCUboot's serial recovery" : "its firmware loader"
                 log(.info, mode == .bootloader ? "resetting the device into \(into) (boot mode 1)" : "resetting the device")
@@ -482,18 +496,9 @@ public actor FirmwareUpgradeManager {
                     }
                 }
             case .reconnect:
-                log(.debug, "reconnecting")
-                let strategy = reconnection
-                let logger = self.logger
-                spawn(&run) { client, _ in
-                    .reconnected(
-                        await Self.catching {
-                            await client.close()
-                            let transport = try await strategy.transport(client.transport)
-                            if transport === client.transport { return client }
-                            return McuMgrClient(transport: transport, configuration: client.configuration, logger: logger)
-                        })
-                }
+                reconnect(to: .application, &run)
+            case .reconnectToFirmwareLoader(let name):
+                reconnect(to: .firmwareLoader(name: name), &run)
             case .finished(let summary):
                 run.outcome = .success(summary)
             case .failed(let failure):
@@ -505,6 +510,21 @@ public actor FirmwareUpgradeManager {
     }
 
     // MARK: - Work
+
+    private func reconnect(to target: FirmwareUpgradeReconnectionTarget, _ run: inout Run) {
+        log(.debug, "reconnecting to \(target)")
+        let strategy = reconnection
+        let logger = self.logger
+        spawn(&run) { client, _ in
+            .reconnected(
+                await Self.catching {
+                    await client.close()
+                    let transport = try await strategy.connect(client.transport, target)
+                    if transport === client.transport { return client }
+                    return McuMgrClient(transport: transport, configuration: client.configuration, logger: logger)
+                })
+        }
+    }
 
     private func spawn(_ run: inout Run, _ body: @escaping @Sendable (McuMgrClient, Options) async -> Input) {
         let client = self.client

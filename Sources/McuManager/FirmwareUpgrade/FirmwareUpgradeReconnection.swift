@@ -5,20 +5,56 @@ import Foundation
 #endif
 import McuMgrCore
 
+/// What the device comes back as after a reset.
+public enum FirmwareUpgradeReconnectionTarget: Sendable, Hashable, CustomStringConvertible {
+    /// The application (after the install reset, or any reset outside firmware-loader mode).
+    case application
+    /// The firmware loader after the reset into it (MCUboot firmware-loader mode, os reset with boot_mode 1).
+    /// Over serial or UDP it answers on the same port. Over Bluetooth LE it is another peripheral: it
+    /// advertises `name` (the one the application stored in `fw_loader/adv_name`; nil when none was
+    /// configured: the name it was built with) and often has another address (nRF Connect SDK's loader
+    /// is a separate image with its own Bluetooth identity).
+    case firmwareLoader(name: String?)
+
+    public var description: String {
+        switch self {
+        case .application: "the application"
+        case .firmwareLoader(let name): "the firmware loader" + (name.map { " (\"\($0)\")" } ?? "")
+        }
+    }
+}
+
 /// How `FirmwareUpgradeManager` gets back to the device after a reset: returns the transport to talk
 /// to it through (the same object, reopened, or a new one). Called after the swap wait and again
 /// every `retryInterval` while it throws, until `reconnectTimeout` runs out.
 ///
 /// Serial ports that vanish and come back, UDP endpoints, Bluetooth LE devices and udev discovery of
 /// a re-enumerated USB board (same serial number, another tty name) each plug in their own strategy.
+/// In firmware-loader mode the device comes back twice: as its loader after the reset into it, then as
+/// the application after the install reset; a strategy made with ``init(targeting:)`` is told which
+/// (over Bluetooth LE they are different peripherals).
 public struct FirmwareUpgradeReconnection: Sendable {
-    /// Returns a transport to the device, given the one used before the reset.
+    /// Returns a transport to the device, given the one used before the reset and what comes back.
     /// - Throws: when the device is not reachable yet (the manager tries again).
-    public let transport: @Sendable (_ previous: any McuMgrTransport) async throws -> any McuMgrTransport
+    public let connect: @Sendable (_ previous: any McuMgrTransport, _ target: FirmwareUpgradeReconnectionTarget) async throws -> any McuMgrTransport
 
-    /// A strategy from a closure.
+    /// Returns a transport to the device, given the one used before the reset (the target is the application).
+    public var transport: @Sendable (_ previous: any McuMgrTransport) async throws -> any McuMgrTransport {
+        let connect = self.connect
+        return { previous in try await connect(previous, .application) }
+    }
+
+    /// A strategy from a closure that does not care what comes back (the same link reaches the
+    /// application and the firmware loader: serial, UDP).
     public init(_ transport: @escaping @Sendable (_ previous: any McuMgrTransport) async throws -> any McuMgrTransport) {
-        self.transport = transport
+        self.connect = { previous, _ in try await transport(previous) }
+    }
+
+    /// A strategy that reaches the application and the firmware loader each its own way.
+    public init(
+        targeting connect: @escaping @Sendable (_ previous: any McuMgrTransport, _ target: FirmwareUpgradeReconnectionTarget) async throws -> any McuMgrTransport
+    ) {
+        self.connect = connect
     }
 
     /// Reopens the same transport (UDP, the in-process simulator, a serial port that keeps its name).

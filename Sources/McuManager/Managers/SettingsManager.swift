@@ -42,4 +42,18 @@ public struct SettingsManager: Sendable {
     public func save(name: String? = nil) async throws {
         _ = try await client.send(SettingsSaveRequest(name: name))
     }
+
+    /// The settings key under which an application in MCUboot firmware-loader mode keeps the name its
+    /// loader advertises over Bluetooth LE (sdk-nrf-bm: doc/nrf-bm/app_dev/dfu/dfu_name.rst and its
+    /// settings handlers; Nordic's iOS and Android libraries write the same key).
+    public static let firmwareLoaderAdvertisingNameKey = "fw_loader/adv_name"
+
+    /// Has the firmware loader advertise as `name` after the next reset into it (boot_mode 1): writes the
+    /// name's UTF-8 bytes to `fw_loader/adv_name` and saves the settings so that the value survives the
+    /// reset, as the iOS library's method of the same name does (in sdk-nrf-bm the save is what copies the
+    /// name to the retained memory the loader reads: subsys/storage/ble_rmem/src/ble_rmem.c `settings_save`).
+    public func setFirmwareLoaderAdvertisingName(_ name: String) async throws {
+        try await write(name: Self.firmwareLoaderAdvertisingNameKey, value: Data(name.utf8))
+        try await save()
+    }
 }

@@ -110,6 +110,7 @@ public final class SMPGattPeripheral: @unchecked Sendable {
     private var adapterInfo: BlueZAdapterInfo?
     private var characteristic: SMPCharacteristicObject?
     private var advertising = false
+    private let advertisement: AdvertisementObject
 
     public init(
         configuration: Configuration,
@@ -122,7 +123,11 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         self.onPairing = onPairing
         self.logger = logger
         self.handler = handler
+        self.advertisement = AdvertisementObject(localName: configuration.localName)
     }
+
+    /// The name advertised now (the configured one until `resume(localName:)` changes it).
+    public var localName: String { advertisement.localName }
 
     private var servicePath: DBusObjectPath { configuration.applicationPath.appending("service0") }
     private var characteristicPath: DBusObjectPath { servicePath.appending("char0") }
@@ -153,8 +158,7 @@ public final class SMPGattPeripheral: @unchecked Sendable {
             try connection.exportObjectManager(at: configuration.applicationPath)
             try connection.export(SMPServiceObject(), at: servicePath)
             try connection.export(characteristic, at: characteristicPath)
-            try connection.export(
-                AdvertisementObject(localName: configuration.localName), at: advertisementPath)
+            try connection.export(advertisement, at: advertisementPath)
             do {
                 _ = try await connection.call(
                     destination: BlueZ.service, path: adapter.path, interface: BlueZ.gattManagerInterface,
@@ -235,8 +239,11 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         }
     }
 
-    /// Accepts connections and advertises again after `suspend()`.
-    public func resume() async throws {
+    /// Accepts connections and advertises again after `suspend()`, under `localName` when given (a device
+    /// that comes back as another image: smp-sim's firmware loader; BlueZ reads the advertisement's
+    /// properties when it is registered, so the new name goes out with it).
+    public func resume(localName: String? = nil) async throws {
+        if let localName { advertisement.localName = localName }
         lock.withLock { characteristic }?.resume()
         try await advertise()
     }
@@ -269,11 +276,17 @@ final class SMPServiceObject: DBusExportedObject {
 }
 
 /// The LE advertisement: connectable, discoverable, the SMP service UUID and a name.
-final class AdvertisementObject: DBusExportedObject {
-    let localName: String
+final class AdvertisementObject: DBusExportedObject, @unchecked Sendable {
+    private let lock = NIOLock()
+    private var name: String
 
     init(localName: String) {
-        self.localName = localName
+        self.name = localName
+    }
+
+    var localName: String {
+        get { lock.withLock { name } }
+        set { lock.withLock { name = newValue } }
     }
 
     var interfaceProperties: [String: [String: DBusValue]] {

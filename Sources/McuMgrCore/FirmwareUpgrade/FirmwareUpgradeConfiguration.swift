@@ -29,13 +29,22 @@ public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
     /// Reset the device to install the images. When false the upgrade ends after the upload and the
     /// test/confirm state writes: the device installs the images on its next reset.
     public var performReset: Bool
+    /// Firmware-loader mode (MCUboot mode 7): the name the loader should advertise over Bluetooth LE. When
+    /// set, the application is asked to store it before the reset into the loader: settings write of
+    /// `fw_loader/adv_name` (the UTF-8 bytes) and a settings save, as Nordic's iOS and Android libraries do
+    /// (iOS `SettingsManager.setFirmwareLoaderAdvertisingName`, Android `Reset` task; the key is the one
+    /// sdk-nrf-bm's settings handler takes, doc/nrf-bm/app_dev/dfu/dfu_name.rst). The driver then looks for
+    /// the loader under this name. Nil: nothing is written (over serial or UDP the loader answers on the
+    /// same port and needs no name).
+    public var firmwareLoaderName: String?
 
     public init(
         upgradeMode: FirmwareUpgradeMode = .confirmOnly, bootloaderMode: BootloaderModeKind? = nil,
         eraseAppSettings: Bool = false, estimatedSwapTime: Duration = .zero,
         resetDelay: Duration = .seconds(1), reconnectTimeout: Duration = .seconds(60),
         retryInterval: Duration = .seconds(1), pipelineDepth: Int? = nil, maximumRetries: Int = 3,
-        byteAlignment: Int = 1, reassemblyBufferSize: Int? = nil, performReset: Bool = true
+        byteAlignment: Int = 1, reassemblyBufferSize: Int? = nil, performReset: Bool = true,
+        firmwareLoaderName: String? = nil
     ) {
         self.upgradeMode = upgradeMode
         self.bootloaderMode = bootloaderMode
@@ -49,5 +58,6 @@ public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
         self.byteAlignment = max(1, byteAlignment)
         self.reassemblyBufferSize = reassemblyBufferSize
         self.performReset = performReset
+        self.firmwareLoaderName = firmwareLoaderName
     }
 }

@@ -16,6 +16,9 @@ public enum FirmwareUpgradeState: String, Sendable, Hashable, CustomStringConver
     case test
     /// Resetting the device.
     case reset
+    /// Firmware-loader mode: storing the loader's advertising name and resetting into the loader
+    /// (boot_mode 1), as the iOS library's state of the same name.
+    case resetIntoFirmwareLoader
     /// Waiting for the swap after a reset, reconnecting, and reading the image list back.
     case reconnect
     /// Confirming images (before the reset in confirmOnly, after it in testAndConfirm).

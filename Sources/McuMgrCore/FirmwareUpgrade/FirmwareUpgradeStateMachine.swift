@@ -30,12 +30,20 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case testImage(hash: [UInt8])
         /// State write `{hash?, confirm: true}`; answer with `stateWriteSucceeded`.
         case confirmImage(hash: [UInt8]?)
+        /// Firmware-loader mode: store the name the loader is to advertise (settings write of
+        /// `fw_loader/adv_name`, then a settings save); answer with `firmwareLoaderNameSet()` or `requestFailed`.
+        case setFirmwareLoaderName(String)
         /// Reset the device; answer with `resetSent(now:)`.
         case reset(FirmwareUpgradeResetMode)
         /// Arm the timer for this instant (replaces any armed timer).
         case waitUntil(SMPInstant)
-        /// (Re)open the link to the device; answer with `reconnected()` or `requestFailed`.
+        /// (Re)open the link to the device (its application); answer with `reconnected()` or `requestFailed`.
         case reconnect
+        /// Open the link to the firmware loader the device reset into (firmware-loader mode). Over serial
+        /// or UDP it answers on the same port; over Bluetooth LE it is another peripheral, advertising
+        /// `name` (the name written with `setFirmwareLoaderName`, nil when none was configured), often at
+        /// another address. Answer like `.reconnect`.
+        case reconnectToFirmwareLoader(name: String?)
         /// The upgrade succeeded.
         case finished(FirmwareUpgradeSummary)
         /// The upgrade failed; no further actions follow.
@@ -63,6 +71,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case parameters
         case bootloaderInfo
         case validate
+        /// Firmware-loader mode: the loader's advertising name is being stored before the reset into it.
+        case namingLoader
         /// Confirming the running image so a confirmed secondary slot can be overwritten.
         case resolvingSecondary
         case upload(remaining: [Int])
@@ -328,6 +338,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         return flush()
     }
 
+    /// The application stored the firmware loader's advertising name (settings write and save).
+    public mutating func firmwareLoaderNameSet() -> [Action] {
+        guard state == .namingLoader else { return [] }
+        go(.reset(.enterFirmwareLoader))
+        request(.reset(.bootloader))
+        return flush()
+    }
+
     /// The reset request was answered (or the link dropped while sending it, which a reset does).
     public mutating func resetSent(now: SMPInstant) -> [Action] {
         lastNow = now
@@ -390,6 +408,16 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             }
         case .eraseSettings:
             return eraseSettingsFailed(description)
+        case .namingLoader:
+            if !retry(retriable) {
+                // Over serial or UDP the name does not matter; over Bluetooth LE the loader then advertises the
+                // name it was built with (the fw_loader sample's CONFIG_BT_DEVICE_NAME "FW loader").
+                let name = configuration.firmwareLoaderName ?? ""
+                notes.append("the application did not store the firmware loader's advertising name \"\(name)\" (\(description)), "
+                    + "so over Bluetooth LE the loader advertises the name it was built with (\"\(name)\" was looked for)")
+                go(.reset(.enterFirmwareLoader))
+                request(.reset(.bootloader))
+            }
         case .reset:
             // The device may drop the link before its answer arrives; a reset is not undone by that.
             return resetSent(now: now)
@@ -411,7 +439,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             }
         case .upload(let remaining):
             let which = remaining.first.map { "image \($0)" } ?? "the image"
-            fail("uploading \(which) failed: \(description). Run the upgrade again: the upload resumes from the device's offset")
+            var hint = ""
+            if mode == .firmwareLoader, !singleApp {
+                // Over serial or UDP an application that ignores boot_mode 1 answers in its loader's place, and
+                // refuses to write its own slot.
+                hint = " If the application answered instead of its firmware loader, it ignores the reset into the loader "
+                    + "(boot_mode 1 needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot's firmware loader entrance by boot mode)."
+            }
+            fail("uploading \(which) failed: \(description).\(hint) Run the upgrade again: the upload resumes from the device's offset")
         case .validate:
             if !retry(retriable) { fail("reading the image list failed: \(description). Check the connection and run the upgrade again") }
         case .checkingRecovery:
@@ -450,14 +485,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             guard now >= until else { return [] }
             let deadline = now + configuration.reconnectTimeout
             go(.reconnecting(deadline: deadline, retryAt: nil, purpose))
-            out.append(.reconnect)
+            out.append(reconnectAction(purpose))
             out.append(.waitUntil(deadline))
         case .reconnecting(let deadline, let retryAt, let purpose):
             if now >= deadline {
                 failNotBack()
             } else if let retryAt, now >= retryAt {
                 state = .reconnecting(deadline: deadline, retryAt: nil, purpose)
-                out.append(.reconnect)
+                out.append(reconnectAction(purpose))
                 out.append(.waitUntil(deadline))
             } else {
                 return []
@@ -699,14 +734,34 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
         if targets.contains(where: \.needsUpload) {
             if flow.resetIntoLoaderFirst, !serialRecovery {
-                go(.reset(.enterFirmwareLoader))
-                request(.reset(.bootloader))
+                enterFirmwareLoader()
             } else {
                 startUpload(pipelineDepth: pipelineDepth)
             }
         } else {
             afterUpload()
         }
+    }
+
+    /// Firmware-loader mode: the application cannot write its own slot, so the device reboots into the
+    /// loader (os reset with boot_mode 1: zephyr os_mgmt `_OS_RESET_BOOT_MODE`; Nordic's iOS library's
+    /// `resetIntoFirmwareLoader`), after storing the name the loader advertises when one is configured.
+    private mutating func enterFirmwareLoader() {
+        if mode == .firmwareLoader, let name = configuration.firmwareLoaderName {
+            go(.namingLoader)
+            request(.setFirmwareLoaderName(name))
+        } else {
+            go(.reset(.enterFirmwareLoader))
+            request(.reset(.bootloader))
+        }
+    }
+
+    /// The action that reaches the device after a reset for `purpose`: the firmware loader after the reset
+    /// into it (firmware-loader mode), the application otherwise (serial recovery answers like the
+    /// application: on the same port, and MCUboot's serial recovery has no Bluetooth).
+    private func reconnectAction(_ purpose: ResetPurpose) -> Action {
+        guard purpose == .enterFirmwareLoader, mode == .firmwareLoader, !singleApp else { return .reconnect }
+        return .reconnectToFirmwareLoader(name: configuration.firmwareLoaderName)
     }
 
     /// Single-application MCUboot: reboot into serial recovery (boot_mode 1); the reconnect reads its image list.
@@ -927,6 +982,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return
         }
         let seconds = Int(configuration.reconnectTimeout.seconds.rounded())
+        if case .reconnecting(_, _, .enterFirmwareLoader) = state, mode == .firmwareLoader, !singleApp {
+            let name = configuration.firmwareLoaderName.map { " (advertising \"\($0)\" over Bluetooth LE)" } ?? ""
+            fail("the firmware loader\(name) did not answer within \(seconds) s after the reset into it (boot_mode 1): check that "
+                + "the application resets into the loader (CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot's firmware "
+                + "loader entrance by boot mode), give the name the loader advertises with --loader-name, or raise the "
+                + "reconnect timeout")
+            return
+        }
         fail("the device did not come back within \(seconds) s after the reset: check it is powered and on the same "
             + "port or address; if the swap takes longer, raise estimatedSwapTime or the reconnect timeout")
     }
@@ -990,15 +1053,17 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     private mutating func go(_ next: State) {
         state = next
-        let now = Self.publicState(next)
+        let now = publicState(next)
         if now != published {
             out.append(.notify(FirmwareUpgradeStateChange(previous: published, current: now)))
             published = now
         }
     }
 
-    private static func publicState(_ state: State) -> FirmwareUpgradeState {
+    private func publicState(_ state: State) -> FirmwareUpgradeState {
         switch state {
+        case .namingLoader: .resetIntoFirmwareLoader
+        case .reset(.enterFirmwareLoader) where mode == .firmwareLoader && !singleApp: .resetIntoFirmwareLoader
         case .idle: .none
         case .parameters: .requestMcuMgrParameters
         case .bootloaderInfo: .bootloaderInfo

@@ -117,7 +117,7 @@ public enum BLEDeviceProbe {
     /// the next request would be joined to the probe's head and lost.
     public static let flushWrite: [UInt8] = [0, 0]
 
-    /// What an answer says about reassembly: true for the echo, false for rc 9 (ECORRUPT), nil when
+    /// What an answer says about reassembly: true for the echo or rc 8 (echo not built), false for rc 9 (ECORRUPT), nil when
     /// `packet` is not the answer to the reassembly request.
     public static func reassembly(in packet: [UInt8]) -> Bool? {
         guard let answer = try? SMPPacket(decoding: packet), answer.header.sequence == reassemblySequence,
@@ -125,7 +125,13 @@ public enum BLEDeviceProbe {
         else { return nil }
         guard let entries = (try? CBOR(decoding: answer.payload))?.mapEntries else { return nil }
         if entries.contains(where: { $0.key.string == "r" }) { return true }
-        if entries.first(where: { $0.key.string == "rc" })?.value.int == 9 { return false }
-        return nil
+        switch entries.first(where: { $0.key.string == "rc" })?.value.int {
+        case 9: return false
+        // NOT_SUPPORTED: a build without echo (nRF Connect SDK's fw_loader BLE MCUmgr sample sets
+        // CONFIG_MCUMGR_GRP_OS_ECHO=n). Only a device holding the whole request looks its handler up; a
+        // device without reassembly rejects the first piece as corrupt (rc 9) before that.
+        case 8: return true
+        default: return nil
+        }
     }
 }

@@ -58,7 +58,11 @@ struct DeviceState: Sendable {
 
     /// `buf_size` of what is running now.
     var bufferSize: Int {
-        runMode == .serialRecovery ? configuration.bootloader.serialRecoveryBufferSize : configuration.bufferSize
+        switch runMode {
+        case .serialRecovery: configuration.bootloader.serialRecoveryBufferSize
+        case .firmwareLoader: configuration.bootloader.firmwareLoaderBufferSize ?? configuration.bufferSize
+        default: configuration.bufferSize
+        }
     }
 
     /// Uptime of the current boot.
@@ -129,7 +133,8 @@ struct DeviceState: Sendable {
             consumed = packet.count - start
         } else if let operation = SMPOperation(rawValue: opBits), !operation.isResponse,
             SupportedCommands.accepts(group: group.rawValue, command: command.rawValue, operation: operation),
-            configuration.serves(group: group.rawValue, command: command.rawValue)
+            configuration.serves(group: group.rawValue, command: command.rawValue),
+            runMode != .firmwareLoader || Self.firmwareLoaderServes(group: group, command: command.rawValue)
         {
             let payloadStart = start + SMPHeader.size
             let request = SimulatedRequest(
@@ -154,6 +159,18 @@ struct DeviceState: Sendable {
         var stop = false
         if case .returnCode = outcome { stop = true }
         return (header.bytes + payload, consumed, stop)
+    }
+
+    /// What the firmware loader image answers: the nRF Connect SDK fw_loader BLE MCUmgr sample
+    /// (samples/mcuboot/firmware_loader_entrance/sysbuild/ble_mcumgr/prj.conf) builds the OS group with
+    /// reset, MCUmgr parameters and bootloader info (echo and OS info off), the image group and the Zephyr
+    /// basic group's storage erase; no settings, file system, statistics or shell. The rest is rc 8.
+    static func firmwareLoaderServes(group: McuMgrGroup, command: UInt8) -> Bool {
+        switch group {
+        case .os: [5, 6, 8].contains(command)
+        case .image, .zephyrBasic: true
+        default: false
+        }
     }
 
     func encode(_ outcome: SimulatedOutcome, version: SMPVersion) -> [UInt8] {

@@ -93,6 +93,15 @@ public struct SimulatedBootloader: Sendable, Hashable {
     /// what arrives beyond them until the erase ends. nil: nothing is dropped.
     public var serialRecoveryBusyReceiveLimit: Int? = 7 * 128
 
+    /// Firmware-loader mode: the name the loader advertises over Bluetooth LE when the application stored
+    /// none in `fw_loader/adv_name` (the nRF Connect SDK fw_loader BLE MCUmgr sample's
+    /// `CONFIG_BT_DEVICE_NAME`, samples/mcuboot/firmware_loader_entrance/sysbuild/ble_mcumgr/prj.conf).
+    public var firmwareLoaderName: String = "FW loader"
+    /// Firmware-loader mode: the loader's SMP buffer (`buf_size`), its own build's
+    /// `CONFIG_MCUMGR_TRANSPORT_NETBUF_SIZE` (1220 in the fw_loader BLE MCUmgr sample: one packet in five
+    /// writes of the largest ATT payload); nil: the application's.
+    public var firmwareLoaderBufferSize: Int? = 1220
+
     /// Creates a bootloader.
     public init(
         mode: Mode = .swapUsingScratch, noDowngrade: Bool = false, serialRecovery: Bool = true,

@@ -202,6 +202,21 @@ public final class SimulatedDevice: @unchecked Sendable {
 
     /// A setting's current (runtime) value.
     public func setting(_ name: String) -> [UInt8]? { withState { $0.settings.value(name) } }
+
+    /// The name the device advertises over Bluetooth LE while its firmware loader runs: what the application
+    /// saved in `fw_loader/adv_name` (a saved setting survives the reset into the loader, as sdk-nrf-bm's
+    /// retained copy does), else the loader's built-in name. Nil while the application runs.
+    public var firmwareLoaderAdvertisingName: String? {
+        withState { state in
+            guard state.runMode == .firmwareLoader else { return nil }
+            if let saved = state.settings.value("fw_loader/adv_name"), !saved.isEmpty,
+                let name = String(validating: saved, as: UTF8.self)
+            {
+                return name
+            }
+            return state.configuration.bootloader.firmwareLoaderName
+        }
+    }
 }
 
 /// One occupied image slot as the device reports it.

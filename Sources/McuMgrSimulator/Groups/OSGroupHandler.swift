@@ -12,7 +12,8 @@ extension DeviceState {
         case 5: return try resetCommand(request)
         case 6:
             return .ok([
-                "buf_size": .unsigned(UInt64(configuration.bufferSize)),
+                // What runs now: the firmware loader has buffers of its own.
+                "buf_size": .unsigned(UInt64(bufferSize)),
                 "buf_count": .unsigned(UInt64(configuration.bufferCount)),
             ])
         case 7: return try osInfo(request)

@@ -7,6 +7,7 @@ import Foundation
 #endif
 import McuManager
 import McuMgrCore
+import McuMgrBLE
 import McuMgrDiscovery
 
 #if canImport(Glibc)
@@ -31,6 +32,15 @@ struct DFUCommand: AsyncParsableCommand {
             takes the image in slot 0, the primary slot, and has no test or confirm: smp uploads, resets, \
             and checks that the application then runs the uploaded image. With firmware-loader it first \
             resets into the loader, uploads to slot 0, and resets.
+
+            Firmware loader (bootloader mode 7, nRF Connect SDK's MCUboot firmware updater mode): the \
+            application cannot write its own slot, so smp asks it to store the name its loader is to \
+            advertise (settings fw_loader/adv_name, then save; --loader-name, over Bluetooth LE a fresh \
+            FL_xxxxxx name when not given), resets it with boot_mode 1, finds the loader within \
+            --reconnect-timeout, uploads the image to slot 0, resets, and checks that the application \
+            comes back running the uploaded hash. Over serial and UDP the loader answers on the same port. \
+            Over Bluetooth LE it is another peripheral: smp looks for it by its advertised name (it may \
+            have another address), and for the application again by its address or name.
 
             Single-application MCUboot (bootloader mode 0, single-app): the application has no image group \
             (Zephyr builds none in this mode), so smp resets it into MCUboot's serial recovery (os reset, \
@@ -105,6 +115,11 @@ struct DFUCommand: AsyncParsableCommand {
         help: ArgumentHelp("A SUIT resource the device may ask for, as NAME=PATH (repeatable).", valueName: "name=path"))
     var resources: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "Firmware-loader mode: the name the loader advertises over Bluetooth LE, stored by the application (fw_loader/adv_name) before the reset into it and looked for afterwards (default over BLE: a fresh FL_xxxxxx). Keep it short: loaders store few bytes (one nRF Connect SDK Bare Metal revision 15).",
+        valueName: "name"))
+    var loaderName: String?
+
     @Flag(help: "Show the package and what it holds, without a device.")
     var dryRun = false
 
@@ -119,6 +134,12 @@ struct DFUCommand: AsyncParsableCommand {
         }
         if let reassemblyBuffer, !(64...65535).contains(reassemblyBuffer) {
             throw ValidationError("--reassembly-buffer must be 64...65535 bytes")
+        }
+        if let loaderName, !(1...29).contains(loaderName.utf8.count) {
+            // A legacy advertisement's name field holds at most 29 bytes (31 less the length and type bytes);
+            // what a loader stores varies (sdk-nrf-bm's subsys/settings/src/ble_name_v2.c kept 15 bytes, its later
+            // subsys/storage/ble_rmem BLE_RMEM_MAX_NAME_SIZE), so only the advertisement's bound is checked here.
+            throw ValidationError("--loader-name must be 1...29 bytes (it goes into the loader's advertisement)")
         }
         for resource in resources where !resource.contains("=") {
             throw ValidationError("--resource \(resource): give NAME=PATH, e.g. --resource app.bin=build/app.bin")
@@ -161,7 +182,7 @@ struct DFUCommand: AsyncParsableCommand {
         return resourceData
     }
 
-    private func upgradeConfiguration() throws -> FirmwareUpgradeConfiguration {
+    private func upgradeConfiguration(loaderName: String? = nil) throws -> FirmwareUpgradeConfiguration {
         FirmwareUpgradeConfiguration(
             upgradeMode: try Self.parseMode(mode),
             bootloaderMode: try bootloaderMode.map(Self.parseBootloaderMode),
@@ -171,7 +192,16 @@ struct DFUCommand: AsyncParsableCommand {
             pipelineDepth: pipeline,
             byteAlignment: alignment,
             reassemblyBufferSize: reassemblyBuffer,
-            performReset: !noReset)
+            performReset: !noReset,
+            firmwareLoaderName: loaderName ?? self.loaderName)
+    }
+
+    /// The name a firmware loader reached over Bluetooth LE is asked to advertise when --loader-name is not
+    /// given. Nordic's iOS library makes one from the time of day (FL_ and hours, minutes, seconds); random
+    /// digits keep two devices upgraded in the same second apart.
+    static func generatedLoaderName() -> String {
+        let digits = Array("0123456789ABCDEF")
+        return "FL_" + String((0..<6).map { _ in digits[Int.random(in: 0..<16)] })
     }
 
     /// The upgrade of many devices at once (`McuMgrFleet.upgrade`), each with its own session.
@@ -213,13 +243,17 @@ struct DFUCommand: AsyncParsableCommand {
     private func upgrade(_ context: CommandContext) async throws {
         let package = try McuMgrPackage(url: try LocalFiles.readable(self.package))
         let resourceData = try resourceData()
-        let configuration = try upgradeConfiguration()
+        let bluetooth = context.client.transport as? McuMgrBleTransport
+        let configuration = try upgradeConfiguration(loaderName: bluetooth != nil && loaderName == nil ? Self.generatedLoaderName() : nil)
         let view = DFUView(json: context.json, verbose: global.verbose)
         view.describe(package: package)
         // A board picked by a discovery filter (usb:..., auto) is followed across its resets, even when it
         // comes back under another tty name; other devices are reopened at the same path or address.
         let follower = await ResetFollowing.prepare(context)
-        let reconnection = follower.map { followingReconnection($0, context) } ?? Self.reconnection(for: context.uri)
+        let reconnection =
+            follower.map { followingReconnection($0, context) }
+            ?? bluetooth.map { Self.bluetoothReconnection(original: $0, verbose: global.verbose) }
+            ?? Self.reconnection(for: context.uri)
         // --timeout, when given, is the longest wait for every chunk, the first (erase) one included.
         let upload = global.uploadConfiguration()
         let manager = FirmwareUpgradeManager(
@@ -277,6 +311,32 @@ struct DFUCommand: AsyncParsableCommand {
             await printer.value
             throw error
         }
+    }
+
+    /// Bluetooth LE: the application is reconnected by the address or name it was reached by; a firmware
+    /// loader is another peripheral (the nRF Connect SDK loader is a separate image with its own Bluetooth
+    /// identity, often another address), found by the name the application stored for it.
+    static func bluetoothReconnection(original: McuMgrBleTransport, verbose: Bool) -> FirmwareUpgradeReconnection {
+        let logger = DiscoveryOptions.logger(verbose: verbose)
+        return FirmwareUpgradeReconnection(targeting: { previous, target in
+            let wanted: McuMgrBleTransport.Configuration.Target
+            switch target {
+            case .application:
+                wanted = original.configuration.target
+            case .firmwareLoader(let name?):
+                wanted = .name(name)
+            case .firmwareLoader(nil):
+                throw McuMgrError(
+                    .usage, "the device reset into its firmware loader, which is another Bluetooth LE peripheral: give the name it advertises with --loader-name")
+            }
+            if let ble = previous as? McuMgrBleTransport, ble.configuration.target == wanted { return previous }
+            if wanted == original.configuration.target { return original }
+            if verbose { Terminal.error("device: looking for \(target) as ble:\(wanted)") }
+            var configuration = original.configuration
+            configuration.target = wanted
+            return McuMgrBleTransport(
+                configuration: configuration, logger: logger, deviceMemory: original.deviceMemory, pairing: original.pairing)
+        })
     }
 
     static func reconnection(for uri: McuMgrDeviceURI) -> FirmwareUpgradeReconnection {

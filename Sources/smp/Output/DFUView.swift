@@ -139,6 +139,7 @@ final class DFUView: @unchecked Sendable {
         case .upload: "uploading"
         case .test: "marking for a test boot"
         case .reset: "resetting"
+        case .resetIntoFirmwareLoader: "resetting into the firmware loader"
         case .reconnect: "waiting for the device to come back"
         case .confirm: "confirming"
         case .success: "success"

@@ -36,6 +36,7 @@ import Testing
                 upgradeMode: modes.randomElement(using: &rng)!, estimatedSwapTime: .seconds(Int.random(in: 0...5, using: &rng)),
                 reconnectTimeout: .seconds(10), maximumRetries: 2)
             config.eraseAppSettings = .random(using: &rng)
+            if Bool.random(using: &rng) { config.firmwareLoaderName = "FL_FUZZ" }
             var m = FirmwareUpgradeStateMachine(images: images, configuration: config)
             var now: UInt64 = 0
             var ends = 0
@@ -45,7 +46,7 @@ import Testing
             for step in 0..<60 {
                 now += UInt64.random(in: 0...4, using: &rng)
                 let actions: [FW.Action]
-                switch Int.random(in: 0...18, using: &rng) {
+                switch Int.random(in: 0...19, using: &rng) {
                 case 0: actions = m.parametersReceived(bufferSize: 2048, bufferCount: Int.random(in: 0...5, using: &rng))
                 case 1: actions = m.parametersUnsupported()
                 case 2: actions = m.bootloaderInfoReceived(name: ["MCUboot", "SUIT", nil].randomElement(using: &rng)!, mode: bootloaders.randomElement(using: &rng))
@@ -62,6 +63,7 @@ import Testing
                 case 15: actions = m.pause()
                 case 16: actions = m.resume()
                 case 17: actions = m.imageListUnsupported("rc 8", now: FW.t(now))
+                case 18: actions = m.firmwareLoaderNameSet()
                 default: actions = Int.random(in: 0...9, using: &rng) == 0 ? m.cancel() : []
                 }
                 if endedAt != nil { #expect(actions.isEmpty, "actions after the end: \(actions)") }
@@ -81,7 +83,9 @@ import Testing
                 let bootloader = BootloaderModeKind(rawValue: raw)
                 let images = bootloader.isDirectXIP || bootloader == .ramLoad
                     ? [FW.image(slot: 0, hash: FW.other), FW.image(slot: 1)] : [FW.image()]
-                var m = FirmwareUpgradeStateMachine(images: images, configuration: .init(upgradeMode: mode, bootloaderMode: bootloader))
+                // The firmware loader's name is stored only in firmware-loader mode; the others ignore it.
+                var m = FirmwareUpgradeStateMachine(
+                    images: images, configuration: .init(upgradeMode: mode, bootloaderMode: bootloader, firmwareLoaderName: "FL_FUZZ"))
                 var queue = m.start(now: FW.t(0))
                 var booted = false
                 // MCUboot's serial recovery (reset with boot mode 1): lists slot 0 without `active`.
@@ -124,7 +128,10 @@ import Testing
                         inRecovery = how == .bootloader && bootloader == .singleApplicationSlot
                         queue += m.resetSent(now: FW.t(now))
                     case .waitUntil(let at): timer = at
-                    case .reconnect:
+                    case .setFirmwareLoaderName(let name):
+                        if bootloader != .firmwareLoader { Issue.record("\(mode) on \(bootloader): stores a loader name \(name)") }
+                        queue += m.firmwareLoaderNameSet()
+                    case .reconnect, .reconnectToFirmwareLoader:
                         timer = nil
                         queue += m.reconnected()
                     case .finished: finished = true

@@ -65,6 +65,9 @@ struct BLEDeviceProfileTests {
         #expect(BLEDeviceProbe.reassembly(in: echoed) == true)
         let corrupt = answer(BLEDeviceProbe.reassemblySequence, command: 0, .textMap(["rc": 9]))
         #expect(BLEDeviceProbe.reassembly(in: corrupt) == false)
+        // A build without echo (the fw_loader sample) answers rc 8: it dispatched the whole request.
+        let noEcho = answer(BLEDeviceProbe.reassemblySequence, command: 0, .textMap(["rc": 8]))
+        #expect(BLEDeviceProbe.reassembly(in: noEcho) == true)
         #expect(BLEDeviceProbe.reassembly(in: answer(3, command: 0, .textMap(["r": "x"]))) == nil)
         let parameters = answer(BLEDeviceProbe.parametersSequence, command: 6, .textMap(["buf_size": 2475, "buf_count": 4]), operation: .readResponse)
         let read = BLEDeviceProbe.parameters(in: parameters)
