@@ -33,7 +33,12 @@ import cbor2
 UDP_EXE = "zephyr_4.4.0_smp_server_0eae053d_native_sim_udp.exe"
 
 # Accepted differences: case label -> reason.
+_BURST = ("which datagrams of a burst find a free buffer depends on when each arrives: native_sim_udp "
+          "alternates between its 10 ms tick and answering at once, and a loaded sender spaces the datagrams "
+          "out (seen: the build answered [0, 2, 4], smp-sim [0, 1, 3, 5]); printed, not failed")
 ALLOWED = {
+    "6 echoes back to back": _BURST,
+    "6 fs upload chunks back to back": _BURST,
 }
 
 R, W = 0, 2  # read, write

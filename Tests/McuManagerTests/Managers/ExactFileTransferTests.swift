@@ -314,7 +314,8 @@ import Testing
         let rig = Self.rig { offset in
             offset == 0 ? .reply(.textMap(["off": 0, "data": .bytes([1, 2, 3]), "len": 10])) : .drop
         }
-        let (error, directory) = try await Self.download(rig, configuration: .init(stallTimeout: .seconds(2)))  // ten 200 ms requests
+        // Thirty 200 ms requests: a loaded machine that stalls for seconds still asks again before giving up.
+        let (error, directory) = try await Self.download(rig, configuration: .init(stallTimeout: .seconds(6)))
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(error?.kind == .timeout)
         #expect(error?.message.contains("stalled") == true)
