@@ -47,6 +47,29 @@ def strategy(spec: str):
     raise SystemExit(f"unknown --frames {spec!r}")
 
 
+async def use_known_devices() -> None:
+    """Makes bleak's find_device_by_address, which smpclient's BLE transport calls, answer with the
+    device BlueZ already knows when its own scan sees no new advertisement within a few seconds."""
+    from bleak import BleakScanner
+    from bleak.backends.bluezdbus.manager import get_global_bluez_manager
+    from bleak.backends.device import BLEDevice
+
+    scan = BleakScanner.find_device_by_address
+
+    async def find(address, timeout=10.0, **kwargs):
+        device = await scan(address, timeout=min(timeout, 3.0), **kwargs)
+        if device is not None:
+            return device
+        manager = await get_global_bluez_manager()
+        for path, interfaces in manager._properties.items():  # bleak's cache of BlueZ's objects
+            properties = interfaces.get("org.bluez.Device1")
+            if properties and properties.get("Address", "").upper() == address.upper():
+                return BLEDevice(address, properties.get("Name"), {"path": path, "props": properties})
+        return await scan(address, timeout=timeout, **kwargs)
+
+    BleakScanner.find_device_by_address = staticmethod(find)
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     link = parser.add_mutually_exclusive_group(required=True)
@@ -66,8 +89,10 @@ async def main() -> int:
     started = time.perf_counter()
     if args.ble:
         # Scanning for the device, connecting and subscribing take longer than one request. bleak's
-        # scan misses a device BlueZ already knows now and then (it waits for a new advertisement):
-        # up to three tries, the link-up time being the last one's.
+        # scan waits for a new advertisement, which the virtual controllers of Scripts/ble-vm.sh send
+        # only when a scan starts: a device BlueZ already knows is taken from BlueZ instead, as smp
+        # does. Up to three tries, the link-up time being the last one's.
+        await use_known_devices()
         for attempt in range(3):
             client = SMPClient(SMPBLETransport(), args.ble, timeout_s=args.timeout)
             try:
