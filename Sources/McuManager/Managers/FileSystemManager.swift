@@ -261,76 +261,18 @@ public struct FileSystemManager: Sendable {
             let started = clock.now
             var sha = SHA256()
             var crc = CRC32()
-            var offset = 0
-            var total: Int?
-            var lastData = clock.now
             var rate = TransferRateEstimator()
             rate.record(bytes: 0, at: .zero)
-            // `continue` asks again for the same offset (after a timeout or a busy answer).
-            while total.map({ offset < $0 }) ?? true {
-                try Task.checkCancellation()
-                let now = clock.now
-                if let deadline = configuration.deadline, now - started >= deadline {
-                    throw McuMgrError(
-                        .timeout,
-                        "file download of \(remote) did not finish within \(Self.seconds(deadline)) (\(offset) of \(total.map(String.init) ?? "?") bytes); raise the deadline or check the link")
-                }
-                if now - lastData >= configuration.stallTimeout {
-                    let unusable = await client.unusableData.map { "; \($0)" } ?? "; check the device and the link, then retry"
-                    throw McuMgrError(
-                        .timeout,
-                        "file download of \(remote) stalled: no data for \(Self.seconds(configuration.stallTimeout)) at offset \(offset) of \(total.map(String.init) ?? "?")\(unusable)")
-                }
-                var timeout = min(client.configuration.timeout, configuration.stallTimeout - (now - lastData))
-                if let deadline = configuration.deadline { timeout = min(timeout, deadline - (now - started)) }
-                let item: CBOR
+            let offset = try await receive(remote, configuration: configuration) { piece, written, length in
                 do {
-                    item = try await client.sendItem(
-                        FileDownloadRequest(name: remote, offset: offset), timeout: max(timeout, .milliseconds(1)))
-                } catch let error as McuMgrError where error.kind == .timeout {
-                    continue  // Reads are idempotent: ask again until the stall timeout.
-                } catch let error as McuMgrError where error.returnCode == .busy {
-                    try await Task.sleep(for: .milliseconds(100))
-                    continue
-                }
-                let piece = try Self.downloadPiece(item, remote: remote, requested: offset)
-                if offset == 0 {
-                    guard let length = piece.length else {
-                        throw McuMgrError(
-                            .protocolViolation, "file download: the device did not send the length (`len`) of \(remote)")
-                    }
-                    guard length <= configuration.maximumLength else {
-                        throw McuMgrError(
-                            .usage,
-                            "file download: the device announces \(length) bytes for \(remote), more than the limit of \(configuration.maximumLength) bytes; raise the limit (smp fs download --max-size) if the file really is that large")
-                    }
-                    total = length
-                } else if let length = piece.length, length != total {
-                    throw McuMgrError(
-                        .protocolViolation,
-                        "file download: \(remote) changed size during the download (\(total ?? 0) -> \(length) bytes); retry")
-                }
-                let length = total ?? 0
-                if piece.data.isEmpty, offset < length {
-                    throw McuMgrError(
-                        .protocolViolation,
-                        "file download: the device sent no data at offset \(offset) of \(length); the file may have changed, retry")
-                }
-                guard offset + piece.data.count <= length else {
-                    throw McuMgrError(
-                        .protocolViolation, "file download: the device sent more than the \(length) bytes it announced")
-                }
-                do {
-                    try handle.write(piece.data)
+                    try handle.write(piece)
                 } catch {
                     throw McuMgrError(.file, "cannot write \(temporary.path): \(describeFileError(error))")
                 }
-                sha.update(data: piece.data)
-                crc.update(piece.data)
-                offset += piece.data.count
-                lastData = clock.now
-                rate.record(bytes: offset, at: clock.now - started)
-                progress?(TransferProgress(bytesTransferred: offset, totalBytes: length, bytesPerSecond: rate.bytesPerSecond))
+                sha.update(data: piece)
+                crc.update(piece)
+                rate.record(bytes: written, at: clock.now - started)
+                progress?(TransferProgress(bytesTransferred: written, totalBytes: length, bytesPerSecond: rate.bytesPerSecond))
             }
             let transferred = clock.now - started
             handle.close()
@@ -359,6 +301,145 @@ public struct FileSystemManager: Sendable {
         }
     }
 
+    /// What one download request came back with.
+    private enum DownloadOutcome: Sendable {
+        case answer(offset: Int, DownloadPiece)
+        case lost(offset: Int)
+        case busy(offset: Int)
+        case buffers(framesInFlight: Int?)
+    }
+
+    /// Downloads `remote` through `SMPDownloadMachine`, with as many requests in flight as the device's
+    /// buffers allow (remembered, or asked for when the file is long enough to gain from it), handing
+    /// each piece to `write` in file order with the bytes written so far and the file's length. Returns
+    /// the length.
+    private func receive(
+        _ remote: String, configuration: FileDownloadConfiguration,
+        write: (_ piece: Data, _ written: Int, _ length: Int) throws -> Void
+    ) async throws -> Int {
+        let clock = ContinuousClock()
+        let epoch = clock.now
+        func now() -> SMPInstant { SMPInstant(nanoseconds: (clock.now - epoch).nanosecondsClamped) }
+        let transport = client.transport
+        // The device's buffers as the link learned them on this connection, else as remembered.
+        let link = transport.linkLimits
+        let bufferCount = link.deviceBufferCount ?? transport.parametersMemory?.recall(transport.name)?.bufferCount
+        let linkFrames = link.framesInFlight
+        var machine = SMPDownloadMachine(
+            limits: .init(
+                depth: bufferCount.map { transport.framesInFlight(deviceBufferCount: $0) },
+                linkFramesInFlight: linkFrames, maximumLength: configuration.maximumLength,
+                stallTimeout: configuration.stallTimeout, deadline: configuration.deadline,
+                requestTimeout: client.configuration.timeout))
+        let client = self.client
+        let previousWindow = await client.window
+        var raisedWindow = false
+        func raiseWindow(to depth: Int) async {
+            guard depth > previousWindow else { return }
+            await client.setWindow(depth)
+            raisedWindow = true
+        }
+        if let depth = machine.limits.depth { await raiseWindow(to: depth) }
+        @Sendable func request(_ offset: Int, timeout: Duration) async throws -> DownloadOutcome {
+            do {
+                let item = try await client.sendItem(FileDownloadRequest(name: remote, offset: offset), timeout: timeout)
+                return .answer(offset: offset, try Self.downloadPiece(item, remote: remote, requested: offset))
+            } catch let error as McuMgrError where error.kind == .timeout {
+                return .lost(offset: offset)  // Reads are idempotent: the machine asks again.
+            } catch let error as McuMgrError where error.returnCode == .busy {
+                return .busy(offset: offset)
+            }
+        }
+        defer {
+            if raisedWindow { Task { await client.setWindow(previousWindow) } }
+        }
+        return try await withThrowingTaskGroup(of: DownloadOutcome.self) { group in
+            var pieces: [Int: Data] = [:]
+            var actions = machine.start(now: now())
+            while true {
+                for action in actions {
+                    switch action {
+                    case .send(let offset, let timeout):
+                        group.addTask { try await request(offset, timeout: timeout) }
+                    case .sendAfter(let delay, let offset, let timeout):
+                        group.addTask {
+                            try await Task.sleep(for: delay)
+                            return try await request(offset, timeout: timeout)
+                        }
+                    case .write(let offset, let skip, let count):
+                        guard let data = pieces.removeValue(forKey: offset) else { continue }
+                        let piece = skip == 0 ? data : data.subdata(in: data.startIndex + skip..<data.startIndex + count)
+                        try write(piece, offset + count, machine.length ?? offset + count)
+                    case .discard(let offset):
+                        pieces[offset] = nil
+                    case .askForBuffers:
+                        group.addTask {
+                            guard let parameters = try? await client.send(McuMgrParametersRequest()) else {
+                                return .buffers(framesInFlight: nil)
+                            }
+                            transport.parametersMemory?.remember(
+                                .init(bufferSize: parameters.bufferSize, bufferCount: parameters.bufferCount), for: transport.name)
+                            return .buffers(framesInFlight: transport.framesInFlight(deviceBufferCount: parameters.bufferCount))
+                        }
+                    case .finished(let length):
+                        group.cancelAll()
+                        return length
+                    case .fail(let failure):
+                        group.cancelAll()
+                        throw await downloadError(failure, remote: remote)
+                    }
+                }
+                guard let outcome = try await group.next() else {
+                    throw McuMgrError(.protocolViolation, "file download of \(remote): nothing left to ask for at offset \(machine.written); retry")
+                }
+                try Task.checkCancellation()
+                switch outcome {
+                case .answer(let offset, let piece):
+                    pieces[offset] = piece.data
+                    actions = machine.answered(requested: offset, dataCount: piece.data.count, length: piece.length, now: now())
+                case .lost(let offset):
+                    actions = machine.lost(offset: offset, now: now())
+                case .busy(let offset):
+                    actions = machine.busy(offset: offset, now: now())
+                case .buffers(let frames):
+                    actions = machine.buffers(framesInFlight: frames, now: now())
+                    await raiseWindow(to: min(frames ?? 1, linkFrames))
+                }
+            }
+        }
+    }
+
+    /// The error a failed download ends with.
+    private func downloadError(_ failure: SMPDownloadMachine.Failure, remote: String) async -> McuMgrError {
+        func of(_ length: Int?) -> String { length.map(String.init) ?? "?" }
+        switch failure {
+        case .noLength:
+            return McuMgrError(.protocolViolation, "file download: the device did not send the length (`len`) of \(remote)")
+        case .tooLarge(let length, let limit):
+            return McuMgrError(
+                .usage,
+                "file download: the device announces \(length) bytes for \(remote), more than the limit of \(limit) bytes; raise the limit (smp fs download --max-size) if the file really is that large")
+        case .lengthChanged(let from, let to):
+            return McuMgrError(
+                .protocolViolation, "file download: \(remote) changed size during the download (\(from) -> \(to) bytes); retry")
+        case .noData(let offset, let length):
+            return McuMgrError(
+                .protocolViolation,
+                "file download: the device sent no data at offset \(offset) of \(length); the file may have changed, retry")
+        case .pastTheEnd(let length):
+            return McuMgrError(.protocolViolation, "file download: the device sent more than the \(length) bytes it announced")
+        case .stalled(let duration, let written, let length):
+            let unusable = await client.unusableData.map { "; \($0)" } ?? "; check the device and the link, then retry"
+            return McuMgrError(
+                .timeout,
+                "file download of \(remote) stalled: no data for \(Self.seconds(duration)) at offset \(written) of \(of(length))\(unusable)")
+        case .deadline(let deadline, let written, let length):
+            return McuMgrError(
+                .timeout,
+                "file download of \(remote) did not finish within \(Self.seconds(deadline)) (\(written) of \(of(length)) bytes); raise the deadline or check the link")
+        }
+    }
+
     /// A file's size in bytes.
     public func status(name: String) async throws -> Int {
         try await client.send(FileStatusRequest(name: name)).length
@@ -384,7 +465,7 @@ public struct FileSystemManager: Sendable {
     // MARK: - Internals
 
     /// One answer to a download request, checked.
-    struct DownloadPiece {
+    struct DownloadPiece: Sendable {
         var data: Data
         var length: Int?
     }

@@ -401,8 +401,14 @@ struct UploadEngine: Sendable {
         var bufferSize = configuration.deviceBufferSize
         var bufferCount: Int?
         var remembered = false
+        let learned = transport.linkLimits
         if bufferSize == nil || configuration.pipelineDepth == nil {
-            if useMemory, let known = transport.parametersMemory?.recall(transport.name) {
+            if let size = learned.deviceBufferSize, let count = learned.deviceBufferCount {
+                // The link asked on this connection (Bluetooth LE does when it connects).
+                bufferSize = bufferSize ?? size
+                bufferCount = count
+                client.logger.debug("link: the device's buffers as the link learned them, \(count) x \(size) B (no os params)")
+            } else if useMemory, let known = transport.parametersMemory?.recall(transport.name) {
                 bufferSize = bufferSize ?? known.bufferSize
                 bufferCount = known.bufferCount
                 remembered = true

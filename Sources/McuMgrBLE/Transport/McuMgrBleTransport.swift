@@ -83,6 +83,17 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
 
     public var sessionDefaults: SMPSessionConfiguration { SMPSessionConfiguration(window: 1) }
 
+    /// The longest write, and once connected the device's buffers as the connection asked them (`os
+    /// params`, see `deviceProfile`), so that transfers on this connection need not ask again.
+    public var linkLimits: LinkLimits {
+        var limits = LinkLimits(maximumPacketSize: mtu, framesInFlight: 255)
+        if let profile = deviceProfile {
+            limits.deviceBufferSize = profile.bufferSize
+            limits.deviceBufferCount = profile.bufferCount
+        }
+        return limits
+    }
+
     /// A new, unopened transport to the same device with the same settings: what a reconnect strategy
     /// (e.g. after a firmware upgrade's reset) can return. Reopening this transport works as well.
     public func recreated() -> McuMgrBleTransport {
