@@ -128,6 +128,31 @@ import TestSupport
         #expect(received.take() == [Self.fileClose, Self.fileStatus, Self.fileHash])
     }
 
+    /// A download long enough to gain from a pipeline asks a new device for its buffers once, then keeps
+    /// `buf_count - 1` requests in flight; a known device is not asked. The file arrives whole either way.
+    @Test func aLongDownloadKeepsTheDevicesBuffersBusy() async throws {
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bytes = managerTestBytes(20_000, seed: 5)
+        let memory = Self.memory(in: directory)
+        for (run, expectParams) in [(1, true), (2, false)] {
+            let rig = ManagerRig(parametersMemory: memory) {
+                $0.bufferSize = 512
+                $0.bufferCount = 4
+                $0.initialFiles = ["/lfs1/long.bin": bytes]
+            }
+            let received = Received(rig.device)
+            let local = directory.appendingPathComponent("long-\(run).bin")
+            let result = try await FileSystemManager(client: rig.client).download("/lfs1/long.bin", to: local)
+            #expect(result.verification == .sha256)
+            #expect(FileManager.default.contents(atPath: local.path).map(Array.init) == bytes)
+            let requests = received.take()
+            #expect(requests.contains(Self.params) == expectParams, "run \(run): \(requests.filter { $0 != Self.fileDownload })")
+            #expect(requests.filter { $0 != Self.fileDownload && $0 != Self.params } == [Self.fileHash])
+            #expect(rig.tap.maximumInFlight == 3, "run \(run)")
+        }
+    }
+
     @Test func fileDownloadSendsItsChunksAndOneHash() async throws {
         let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
