@@ -75,6 +75,44 @@ struct BLEEndToEndTests {
         }
     }
 
+    /// The requests the device receives: the connection asks `os params` once (the buffers size the
+    /// writes), and the transfers on that connection go by its answer without asking again. A download
+    /// keeps `buf_count - 1` requests in flight.
+    @Test func transfersUseTheBuffersTheConnectionLearned() async throws {
+        let log = try TemporaryDirectory()
+        defer { log.remove() }
+        let requests = log.path("requests.log")
+        try await withBLESimulator(["--buf-size", "2475", "--buf-count", "4", "--fs-blocks", "0", "--request-log", requests]) { session in
+            func take() throws -> [String] {
+                let lines = try String(contentsOfFile: requests, encoding: .utf8).split(separator: "\n").map(String.init)
+                guard truncate(requests, 0) == 0 else { throw E2EError("cannot empty \(requests)") }
+                return lines
+            }
+            let payload = randomBytes(40 * 1024)
+            let local = session.directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/p.bin"]))
+            let upload = try take()
+            #expect(upload.filter { $0 == "read 0/6" }.count == 1, "\(upload)")
+            let back = session.directory.path("back.bin")
+            let download = try await session.smp(["-v", "fs", "download", "/lfs1/p.bin", back])
+            expectSuccess(download)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+            let downloadRequests = try take()
+            #expect(downloadRequests.filter { $0 == "read 0/6" }.count == 1, "\(downloadRequests)")
+            #expect(downloadRequests.filter { $0 != "read 0/6" && $0 != "read 8/0" } == ["read 8/2"], "\(downloadRequests)")
+            // Three requests went out before the first of them was answered.
+            let lines = download.stderr.split(separator: "\n")
+            var outstanding = 0
+            var most = 0
+            for line in lines where line.contains("fs(8) cmd 0 ") {
+                if line.contains("-> read ") { outstanding += 1 } else if line.contains("<- read-response") { outstanding -= 1 }
+                most = max(most, outstanding)
+            }
+            #expect(most == 3, "\(download.stderr.suffix(2000))")
+        }
+    }
+
     @Test(arguments: ["", "?acquire=off"])
     func firmwareUpgradeTestAndConfirmAcrossTheReset(_ options: String) async throws {
         try await withBLESimulator { session in
