@@ -9,6 +9,8 @@
 #   echo round trip              one `os echo` after the link is up
 #   fs upload 64 KiB, fs download 64 KiB (compared byte for byte), image upload 100 kB (an imgtool image)
 #   link up                      scan, connect, GATT discovery and subscription until the first request
+#   and the stack's own echo round trip (Scripts/bench_ble_floor.py: a fixed SMP echo written to BlueZ's
+#   AcquireWrite socket, read from AcquireNotify; no SMP client), the floor under both clients' echo
 # Both clients are timed from the link being up to the last answer: smp's --json `transfer_seconds`
 # (fs) and `seconds` (image upload, which includes smp's `os params`), and for the echo the round trip
 # smp logs with -v; smpclient in-process with time.perf_counter() around each call. Link up: what smp
@@ -187,11 +189,22 @@ smpclient_runs() {
     "$smp" --device "$device" image erase >/dev/null
 }
 
+# The stack's own echo round trip (Scripts/bench_ble_floor.py: BlueZ's sockets, no SMP client): the
+# floor under both clients' echo.
+floor_runs() {
+    local out
+    settle
+    out="$("$py" Scripts/bench_ble_floor.py --ble "$address" --adapter "$SMP_BLE_CLIENT_ADAPTER" --count 5 2>"$work/floor.err")" ||
+        { echo "floor probe failed: $(tail -3 "$work/floor.err")" >&2; return 1; }
+    record floor echo "$(json_field seconds <<<"$out")"
+}
+
 failed=0
 for run in $(seq "$runs"); do
     echo "run $run of $runs..." >&2
     smp_runs || failed=1
     smpclient_runs || failed=1
+    floor_runs || failed=1
 done
 
 # The client controller's LE ACL buffers (HCI LE Read Buffer Size: status, length, count).
@@ -233,6 +246,17 @@ for row, label in [("echo", "echo round trip"), ("fs-upload", "fs upload 64 KiB"
         if row != "link-up":
             worst = r if worst is None else min(worst, r)
     print(f"{label:<26} {show(ours):>10} {show(theirs):>10} {ratio:>7}")
+floor = rows["echo"].get("floor")
+if floor:
+    f = statistics.median(floor)
+    ours, theirs = rows["echo"].get("smp"), rows["echo"].get("smpclient")
+    line = f"the stack's echo floor (BlueZ's sockets, no SMP client): {f * 1000:.1f} ms"
+    if ours:
+        line += f"; smp spends {max(0.0, statistics.median(ours) - f) * 1000:.1f} ms above it"
+    if theirs:
+        line += f", smpclient {max(0.0, statistics.median(theirs) - f) * 1000:.1f} ms"
+        line += f"; 1.5x smpclient would need {statistics.median(theirs) / 1.5 * 1000:.1f} ms"
+    print(line)
 for row, what in [("whole-echo", "os echo"), ("whole-fs-upload", "fs upload")]:
     whole = rows[row].get("smp")
     if whole:
