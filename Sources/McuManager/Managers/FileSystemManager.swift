@@ -350,60 +350,68 @@ public struct FileSystemManager: Sendable {
                 return .busy(offset: offset)
             }
         }
-        defer {
-            if raisedWindow { Task { await client.setWindow(previousWindow) } }
+        do {
+            let length = try await pipeline()
+            if raisedWindow { await client.setWindow(previousWindow) }
+            return length
+        } catch {
+            if raisedWindow { await client.setWindow(previousWindow) }
+            throw error
         }
-        return try await withThrowingTaskGroup(of: DownloadOutcome.self) { group in
-            var pieces: [Int: Data] = [:]
-            var actions = machine.start(now: now())
-            while true {
-                for action in actions {
-                    switch action {
-                    case .send(let offset, let timeout):
-                        group.addTask { try await request(offset, timeout: timeout) }
-                    case .sendAfter(let delay, let offset, let timeout):
-                        group.addTask {
-                            try await Task.sleep(for: delay)
-                            return try await request(offset, timeout: timeout)
-                        }
-                    case .write(let offset, let skip, let count):
-                        guard let data = pieces.removeValue(forKey: offset) else { continue }
-                        let piece = skip == 0 ? data : data.subdata(in: data.startIndex + skip..<data.startIndex + count)
-                        try write(piece, offset + count, machine.length ?? offset + count)
-                    case .discard(let offset):
-                        pieces[offset] = nil
-                    case .askForBuffers:
-                        group.addTask {
-                            guard let parameters = try? await client.send(McuMgrParametersRequest()) else {
-                                return .buffers(framesInFlight: nil)
+
+        func pipeline() async throws -> Int {
+            try await withThrowingTaskGroup(of: DownloadOutcome.self) { group in
+                var pieces: [Int: Data] = [:]
+                var actions = machine.start(now: now())
+                while true {
+                    for action in actions {
+                        switch action {
+                        case .send(let offset, let timeout):
+                            group.addTask { try await request(offset, timeout: timeout) }
+                        case .sendAfter(let delay, let offset, let timeout):
+                            group.addTask {
+                                try await Task.sleep(for: delay)
+                                return try await request(offset, timeout: timeout)
                             }
-                            transport.parametersMemory?.remember(
-                                .init(bufferSize: parameters.bufferSize, bufferCount: parameters.bufferCount), for: transport.name)
-                            return .buffers(framesInFlight: transport.framesInFlight(deviceBufferCount: parameters.bufferCount))
+                        case .write(let offset, let skip, let count):
+                            guard let data = pieces.removeValue(forKey: offset) else { continue }
+                            let piece = skip == 0 ? data : data.subdata(in: data.startIndex + skip..<data.startIndex + count)
+                            try write(piece, offset + count, machine.length ?? offset + count)
+                        case .discard(let offset):
+                            pieces[offset] = nil
+                        case .askForBuffers:
+                            group.addTask {
+                                guard let parameters = try? await client.send(McuMgrParametersRequest()) else {
+                                    return .buffers(framesInFlight: nil)
+                                }
+                                transport.parametersMemory?.remember(
+                                    .init(bufferSize: parameters.bufferSize, bufferCount: parameters.bufferCount), for: transport.name)
+                                return .buffers(framesInFlight: transport.framesInFlight(deviceBufferCount: parameters.bufferCount))
+                            }
+                        case .finished(let length):
+                            group.cancelAll()
+                            return length
+                        case .fail(let failure):
+                            group.cancelAll()
+                            throw await downloadError(failure, remote: remote)
                         }
-                    case .finished(let length):
-                        group.cancelAll()
-                        return length
-                    case .fail(let failure):
-                        group.cancelAll()
-                        throw await downloadError(failure, remote: remote)
                     }
-                }
-                guard let outcome = try await group.next() else {
-                    throw McuMgrError(.protocolViolation, "file download of \(remote): nothing left to ask for at offset \(machine.written); retry")
-                }
-                try Task.checkCancellation()
-                switch outcome {
-                case .answer(let offset, let piece):
-                    pieces[offset] = piece.data
-                    actions = machine.answered(requested: offset, dataCount: piece.data.count, length: piece.length, now: now())
-                case .lost(let offset):
-                    actions = machine.lost(offset: offset, now: now())
-                case .busy(let offset):
-                    actions = machine.busy(offset: offset, now: now())
-                case .buffers(let frames):
-                    actions = machine.buffers(framesInFlight: frames, now: now())
-                    await raiseWindow(to: min(frames ?? 1, linkFrames))
+                    guard let outcome = try await group.next() else {
+                        throw McuMgrError(.protocolViolation, "file download of \(remote): nothing left to ask for at offset \(machine.written); retry")
+                    }
+                    try Task.checkCancellation()
+                    switch outcome {
+                    case .answer(let offset, let piece):
+                        pieces[offset] = piece.data
+                        actions = machine.answered(requested: offset, dataCount: piece.data.count, length: piece.length, now: now())
+                    case .lost(let offset):
+                        actions = machine.lost(offset: offset, now: now())
+                    case .busy(let offset):
+                        actions = machine.busy(offset: offset, now: now())
+                    case .buffers(let frames):
+                        actions = machine.buffers(framesInFlight: frames, now: now())
+                        await raiseWindow(to: min(frames ?? 1, linkFrames))
+                    }
                 }
             }
         }
