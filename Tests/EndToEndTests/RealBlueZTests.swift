@@ -235,6 +235,26 @@ struct RealBlueZTests {
         }
     }
 
+    /// A swap longer than BlueZ's own limits (its Connect gives up after 20 s; an unpaired device it has
+    /// not seen for 30 s is removed): the device is silent for 40 s after the reset, `smp dfu` with
+    /// default options keeps reconnecting and confirms the new image.
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts() async throws {
+        try await withDevice(["--swap-time", "40"]) { session in
+            let (image, hash) = try DFUPackages.image(version: (3, 0, 0), size: 16 * 1024, seed: 9)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(["--json", "dfu", path, "--mode", "test-and-confirm"], timeout: 400)
+            expectSuccess(run)
+            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+            #expect(states.contains("reconnect") && states.contains("confirm"), "\(states)")
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash), "\(list)")
+            #expect(active?["confirmed"] as? Bool == true, "\(list)")
+        }
+    }
+
     @Test(.enabled(if: RealBlueZ.suite == .full))
     func aDeviceThatStoppedReassemblingIsExplainedThenRelearned() async throws {
         // New firmware without reassembly behind an address remembered as reassembling.
