@@ -10,8 +10,9 @@ import Foundation
 #endif
 
 /// The SOCK_SEQPACKET descriptors of BlueZ's AcquireWrite / AcquireNotify (one ATT payload per
-/// packet), served by a thread of its own: packets read from `readFD` go to `onPacket`; `send` queues
-/// packets for `writeFD` and never blocks. A hang-up or error on either descriptor (the link dropped,
+/// packet), served by a thread of its own: packets read from `readFD` go to `onPacket`; `send` writes
+/// packets to `writeFD` at once when the socket takes them, else queues them for the thread, and never
+/// blocks. A hang-up or error on either descriptor (the link dropped,
 /// BlueZ or the peer released it) ends the link and calls `onClose` with the reason, once.
 final class PacketSocketLink: @unchecked Sendable {
     private let readFD: Int32?
@@ -52,7 +53,9 @@ final class PacketSocketLink: @unchecked Sendable {
         startDetachedThread(name: "ble socket") { [self] in self.run() }
     }
 
-    /// Queues packets for `writeFD`, in order.
+    /// Writes packets to `writeFD`, in order: at once on the caller's thread while nothing waits in the
+    /// queue and the socket takes them (no wake-up of the link's thread on the way of a request), the
+    /// rest queued for the link's thread.
     /// - Returns: false when the link has ended.
     @discardableResult
     func send(_ packets: [[UInt8]]) -> Bool {
@@ -61,7 +64,26 @@ final class PacketSocketLink: @unchecked Sendable {
             lock.unlock()
             return false
         }
-        queue.append(contentsOf: packets)
+        var sent = 0
+        // A packet the thread is writing counts as queued until written, so order holds; the
+        // descriptors stay open until `finished` is set, under this lock.
+        if queueHead == queue.count, let writeFD {
+            while sent < packets.count {
+                let written = packets[sent].withUnsafeBytes {
+                    Glibc.send(writeFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                }
+                if written >= 0 {
+                    sent += 1
+                } else if errno != EINTR {
+                    break  // Full, or failed: the link's thread writes the rest, or reports the failure.
+                }
+            }
+        }
+        guard sent < packets.count else {
+            lock.unlock()
+            return true
+        }
+        queue.append(contentsOf: packets[sent...])
         lock.unlock()
         wake()
         return true
