@@ -221,18 +221,24 @@ struct RealBlueZTests {
     @Test(.enabled(if: RealBlueZ.suite != .link))
     func firmwareUpgradeTestAndConfirmAcrossTheReset() async throws {
         try await withDevice { session in
-            let (image, hash) = try DFUPackages.image(version: (2, 1, 0), size: 48 * 1024, seed: 42)
-            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
-            let run = try await session.smp(["--json", "dfu", path, "--mode", "test-and-confirm"], timeout: 400)
-            expectSuccess(run)
-            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
-            #expect(states.contains("reset") && states.contains("confirm"), "\(states)")
-            let list = try await session.smp(["--json", "image", "list"])
-            expectSuccess(list)
-            let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
-            #expect(active?["hash"] as? String == hex(hash), "\(list)")
-            #expect(active?["confirmed"] as? Bool == true, "\(list)")
+            try await Self.upgradeAndConfirm(session, version: (2, 1, 0), size: 48 * 1024, seed: 42)
         }
+    }
+
+    /// `smp dfu --mode test-and-confirm` with an image of `size` bytes: it goes through the reset and a
+    /// reconnection, and the device then runs the image, confirmed.
+    static func upgradeAndConfirm(_ session: Session, version: (UInt8, UInt8, UInt16), size: Int, seed: UInt64) async throws {
+        let (image, hash) = try DFUPackages.image(version: version, size: size, seed: seed)
+        let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+        let run = try await session.smp(["--json", "dfu", path, "--mode", "test-and-confirm"], timeout: 400)
+        expectSuccess(run)
+        let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+        #expect(states.contains("reset") && states.contains("reconnect") && states.contains("confirm"), "\(states)")
+        let list = try await session.smp(["--json", "image", "list"])
+        expectSuccess(list)
+        let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
+        #expect(active?["hash"] as? String == hex(hash), "\(list)")
+        #expect(active?["confirmed"] as? Bool == true, "\(list)")
     }
 
     /// A swap longer than BlueZ's own limits (its Connect gives up after 20 s; an unpaired device it has
@@ -241,17 +247,7 @@ struct RealBlueZTests {
     @Test(.enabled(if: RealBlueZ.suite == .full))
     func firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts() async throws {
         try await withDevice(["--swap-time", "40"]) { session in
-            let (image, hash) = try DFUPackages.image(version: (3, 0, 0), size: 16 * 1024, seed: 9)
-            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
-            let run = try await session.smp(["--json", "dfu", path, "--mode", "test-and-confirm"], timeout: 400)
-            expectSuccess(run)
-            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
-            #expect(states.contains("reconnect") && states.contains("confirm"), "\(states)")
-            let list = try await session.smp(["--json", "image", "list"])
-            expectSuccess(list)
-            let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
-            #expect(active?["hash"] as? String == hex(hash), "\(list)")
-            #expect(active?["confirmed"] as? Bool == true, "\(list)")
+            try await Self.upgradeAndConfirm(session, version: (3, 0, 0), size: 16 * 1024, seed: 9)
         }
     }
 

@@ -324,7 +324,9 @@ public struct FileSystemManager: Sendable {
         // The device's buffers as the link learned them on this connection, else as remembered.
         let link = transport.linkLimits
         let bufferCount = link.deviceBufferCount ?? transport.parametersMemory?.recall(transport.name)?.bufferCount
-        let linkFrames = link.framesInFlight
+        // Answers that overlap on a link that reorders the pieces of one would mix (seen on real BlueZ
+        // over EATT: the pieces of two 2.4 kB answers joined into one that parsed, with the wrong data).
+        let linkFrames = link.piecesArriveOutOfOrder ? 1 : link.framesInFlight
         var machine = SMPDownloadMachine(
             limits: .init(
                 depth: bufferCount.map { transport.framesInFlight(deviceBufferCount: $0) },
@@ -555,9 +557,12 @@ public struct FileSystemManager: Sendable {
             let localDigest = try LocalDigest.digest(used, of: source)
         else { return nil }
         guard localDigest == deviceDigest else {
+            // On a link that reorders the pieces of an answer, that is the likely cause, and its fix.
+            let reorders = client.transport.linkLimits.piecesArriveOutOfOrder
+            let hint = reorders ? ((client.transport as? any McuMgrLinkAdvising)?.unusableDataHint).map { ": \($0)" } : nil
             throw McuMgrError(
                 .protocolViolation,
-                "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way, transfer the file again")
+                "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way\(hint ?? ", transfer the file again")")
         }
         return used == "sha256" ? .sha256 : .crc32
     }
@@ -714,9 +719,12 @@ public struct FileSystemManager: Sendable {
         if length == 0 { return .empty }
         guard let localDigest = try local(used) else { return noHash }
         guard localDigest == deviceDigest else {
+            // On a link that reorders the pieces of an answer, that is the likely cause, and its fix.
+            let reorders = client.transport.linkLimits.piecesArriveOutOfOrder
+            let hint = reorders ? ((client.transport as? any McuMgrLinkAdvising)?.unusableDataHint).map { ": \($0)" } : nil
             throw McuMgrError(
                 .protocolViolation,
-                "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way, transfer the file again")
+                "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way\(hint ?? ", transfer the file again")")
         }
         return used == "sha256" ? .sha256 : .crc32
     }

@@ -90,6 +90,7 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         if let profile = deviceProfile {
             limits.deviceBufferSize = profile.bufferSize
             limits.deviceBufferCount = profile.bufferCount
+            limits.piecesArriveOutOfOrder = profile.piecesArriveOutOfOrder
         }
         return limits
     }

@@ -73,11 +73,17 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
     public var deviceBufferCount: Int?
     /// Chunk lengths are rounded to a multiple of this.
     public var byteAlignment: Int
+    /// The pieces of one frame may arrive out of order (Bluetooth LE over EATT: BlueZ spreads the
+    /// notifications of one answer over its bearers). Answers longer than one piece must then not
+    /// overlap: downloads keep one request in flight (their answers fill the device's buffer).
+    public var piecesArriveOutOfOrder: Bool
 
     public init(
         maximumPacketSize: Int, consoleLines: ConsoleLines? = nil, framesInFlight: Int = 1,
-        deviceBufferSize: Int? = nil, deviceBufferCount: Int? = nil, byteAlignment: Int = 1
+        deviceBufferSize: Int? = nil, deviceBufferCount: Int? = nil, byteAlignment: Int = 1,
+        piecesArriveOutOfOrder: Bool = false
     ) {
+        self.piecesArriveOutOfOrder = piecesArriveOutOfOrder
         self.maximumPacketSize = max(SMPHeader.size + 1, maximumPacketSize)
         self.consoleLines = consoleLines
         self.framesInFlight = max(1, framesInFlight)
@@ -95,6 +101,7 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         if let consoleLines { parts.append("console \(consoleLines)") }
         if let deviceBufferSize, let deviceBufferCount { parts.append("device buffers \(deviceBufferCount) x \(deviceBufferSize) B") }
         if byteAlignment > 1 { parts.append("alignment \(byteAlignment)") }
+        if piecesArriveOutOfOrder { parts.append("pieces arrive out of order") }
         return parts.joined(separator: ", ")
     }
 }

@@ -41,6 +41,8 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
     private let state = ManagerTestBox(TapState())
     /// Decides per request; nil forwards unchanged.
     let rule = ManagerTestBox<(@Sendable (SMPPacket) -> ManagerTapAction)?>(nil)
+    /// Whether the link says the pieces of a frame may arrive out of order (as Bluetooth LE over EATT).
+    let piecesArriveOutOfOrder = ManagerTestBox(false)
 
     struct TapState {
         var sent: [SMPPacket] = []
@@ -66,6 +68,12 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
     var name: String { inner.name }
     var mtu: Int { mtuOverride ?? inner.mtu }
     var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
+    var linkLimits: LinkLimits {
+        var limits = inner.linkLimits
+        limits.maximumPacketSize = mtu
+        limits.piecesArriveOutOfOrder = piecesArriveOutOfOrder.current
+        return limits
+    }
 
     var sent: [SMPPacket] { state.current.sent }
     var received: [SMPPacket] { state.current.received }

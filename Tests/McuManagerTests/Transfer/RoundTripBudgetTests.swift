@@ -151,6 +151,17 @@ import TestSupport
             #expect(requests.filter { $0 != Self.fileDownload && $0 != Self.params } == [Self.fileHash])
             #expect(rig.tap.maximumInFlight == 3, "run \(run)")
         }
+        // A link that reorders the pieces of an answer (Bluetooth LE over EATT) takes one at a time: the
+        // pieces of overlapping answers would mix.
+        let reordering = ManagerRig(parametersMemory: memory) {
+            $0.bufferSize = 512
+            $0.initialFiles = ["/lfs1/long.bin": bytes]
+        }
+        reordering.tap.piecesArriveOutOfOrder.withValue { $0 = true }
+        let local = directory.appendingPathComponent("long-eatt.bin")
+        _ = try await FileSystemManager(client: reordering.client).download("/lfs1/long.bin", to: local)
+        #expect(FileManager.default.contents(atPath: local.path).map(Array.init) == bytes)
+        #expect(reordering.tap.maximumInFlight == 1)
     }
 
     @Test func fileDownloadSendsItsChunksAndOneHash() async throws {
