@@ -275,8 +275,10 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         let units = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
         // The device holds `lines.count` lines: a longer frame goes out in bursts that many lines long,
         // one line-buffer release (`lineGap`) apart. Bursts of later frames queue behind paced ones.
+        // Time is the channel's event loop's (virtual on an `EmbeddedEventLoop`, so the pacing is tested
+        // without waiting).
         let bursts = lines.bursts(of: units, gap: configuration.lineGap)
-        let now = NIODeadline.now()
+        let now = channel.eventLoop.now
         let first = pacedUntil.withLockedValue { max($0, now) }
         if bursts.count > 1, let last = bursts.last {
             // The last burst's lines are freed a gap after it arrives, too.
