@@ -96,4 +96,37 @@ struct ChunkedUploaderTimingTests {
         #expect(link.log.map(\.at) == [.zero, .seconds(2), .seconds(2), .seconds(3), .seconds(3)])
         #expect(result.duration == .seconds(3))
     }
+
+    @Test func theRateAppearsAfterHalfASecondAndIsTheBytesOverTheVirtualTime() async throws {
+        let clock = ManualClock()
+        let link = VirtualTimeLink(clock: clock, session: Self.session)
+        let client = McuMgrClient(transport: link, clock: McuMgrClock(clock))
+        var configuration = UploadConfiguration(pipelineDepth: 1, maximumChunkSize: 64)
+        configuration.deviceBufferSize = 512
+        let uploader = ChunkedUploader(client: client, target: ImageUploadTarget(image: 0, sha: nil), configuration: configuration)
+        let reports = LockedValue<[TransferProgress]>([])
+        let task = Task {
+            try await uploader.upload(DataUploadSource(Data(repeating: 0x5A, count: 640))) { progress in
+                reports.withValue { $0.append(progress) }
+            }
+        }
+        // Ten chunks of 64 bytes, each answered 100 ms after it went out: 640 B/s throughout.
+        var writes = link.writes.makeAsyncIterator()
+        for chunk in 1...10 {
+            let write = try #require(await writes.next())
+            #expect(write.at == .milliseconds(100 * (chunk - 1)))
+            clock.advance(by: .milliseconds(100))
+            link.answer(write.packet, with: ["off": .unsigned(UInt64(64 * chunk))])
+        }
+        let result = try await task.value
+        #expect(result.duration == .seconds(1))
+        let seen = reports.value
+        #expect(seen.map(\.bytesTransferred) == (1...10).map { 64 * $0 })
+        // No rate before the estimator's half second, then exactly the bytes over the virtual time.
+        #expect(seen.prefix(4).allSatisfy { $0.bytesPerSecond == nil }, "\(seen.map(\.bytesPerSecond))")
+        for progress in seen.dropFirst(4) {
+            let rate = try #require(progress.bytesPerSecond)
+            #expect(abs(rate - 640) < 1e-6, "\(progress.bytesTransferred) bytes: \(rate) B/s")
+        }
+    }
 }
