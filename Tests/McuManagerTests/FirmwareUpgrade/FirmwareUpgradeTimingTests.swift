@@ -90,6 +90,69 @@ struct FirmwareUpgradeTimingTests {
     }
 }
 
+extension FirmwareUpgradeTimingTests {
+    /// Forwards to a transport and records when (virtual time) each request went out.
+    final class TimedLink: McuMgrTransport, @unchecked Sendable {
+        let inner: InMemorySimulatorTransport
+        let clock: ManualClock
+        let sent = LockedValue<[(at: Duration, header: SMPHeader)]>([])
+        init(_ inner: InMemorySimulatorTransport, clock: ManualClock) {
+            self.inner = inner
+            self.clock = clock
+        }
+        var name: String { inner.name }
+        var mtu: Int { inner.mtu }
+        var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
+        func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws { try await inner.open(handler) }
+        func send(_ packet: [UInt8]) throws {
+            if let header = try? SMPHeader(decoding: packet) { sent.withValue { $0.append((clock.elapsed, header)) } }
+            try inner.send(packet)
+        }
+        func close() async { await inner.close() }
+        /// When the image list was asked for.
+        var imageListReads: [Duration] {
+            sent.value.filter { $0.header.group == .image && $0.header.command.rawValue == 0 && $0.header.operation == .read }
+                .map(\.at)
+        }
+    }
+
+    @Test func aNewLinkAfterTheResetRunsOnTheSameClockAndItsProbesTimeOutAndRepeatOnIt() async throws {
+        let clock = ManualClock()
+        let device = SimulatedDevice()
+        let first = InMemorySimulatorTransport(device: device, clock: { clock.instant })
+        // The device is back on another link (a re-enumerated port), silent at first: still booting.
+        let second = TimedLink(
+            InMemorySimulatorTransport(device: device, options: .init(silent: true), clock: { clock.instant }), clock: clock)
+        let client = McuMgrClient(transport: first, clock: McuMgrClock(clock))
+        let manager = FirmwareUpgradeManager(
+            client: client, reconnection: .factory { second }, options: DFUFixtures.options)  // probes time out after 300 ms
+        let configuration = DFUFixtures.configuration(.testAndConfirm) {
+            $0.estimatedSwapTime = .seconds(5)
+            $0.retryInterval = .seconds(1)
+            $0.reconnectTimeout = .seconds(20)
+        }
+        let upgrade = Task { try await manager.upgrade(images: [DFUFixtures.image(size: 4096)], configuration: configuration) }
+        // The swap wait (5 s); the first probe on the new link (5 s) times out at 5.3 s, the next goes
+        // out a retry interval later (6.3 s), times out at 6.6 s; the one at 7.6 s is answered.
+        for at: Duration in [.seconds(5), .milliseconds(5_300), .milliseconds(6_300), .milliseconds(6_600)] {
+            await clock.waitForSleepers { $0.first == at }
+            clock.advance(to: at - .milliseconds(1))
+            #expect(clock.pendingDeadlines.first == at, "nothing fires before \(at)")
+            clock.advance(to: at)
+        }
+        await clock.waitForSleepers { $0.first == .milliseconds(7_600) }
+        // Both probes reached the silent device before it starts answering (the link hands requests over
+        // on its own queue).
+        #expect(await waitUntil { second.inner.handledRequests == 2 })
+        second.inner.options.silent = false
+        clock.advance(to: .milliseconds(7_600))
+        let result = try await upgrade.value
+        #expect(second.imageListReads.prefix(3) == [.seconds(5), .milliseconds(6_300), .milliseconds(7_600)])
+        #expect(result.reconnectDuration == .milliseconds(7_600))
+        #expect(device.slot(holding: DFUFixtures.image(size: 4096).hash)?.confirmed == true)
+    }
+}
+
 /// `FirmwareUpgradeReconnection.reopen(waitingForPath:)` polling a path in virtual time.
 @Suite("FirmwareUpgradeReconnection: waiting for a path in virtual time", .timeLimit(.minutes(1)))
 struct FirmwareUpgradeReconnectionTimingTests {
