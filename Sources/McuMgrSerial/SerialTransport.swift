@@ -285,8 +285,9 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             pacedUntil.withLockedValue { $0 = first + Self.timeAmount(last.delay + configuration.lineGap) }
         }
         for burst in bursts {
-            var buffer = channel.allocator.buffer(capacity: burst.lines.reduce(0) { $0 + $1.count })
-            for line in burst.lines { buffer.writeBytes(line) }
+            var filling = channel.allocator.buffer(capacity: burst.lines.reduce(0) { $0 + $1.count })
+            for line in burst.lines { filling.writeBytes(line) }
+            let buffer = filling
             let deadline = first + Self.timeAmount(burst.delay)
             if deadline <= now {
                 channel.writeAndFlush(buffer, promise: nil)
