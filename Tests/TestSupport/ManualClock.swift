@@ -49,6 +49,10 @@ public final class ManualClock: Clock, @unchecked Sendable {
 
     public var minimumResolution: Duration { .zero }
 
+    /// How many sleeps have begun on this clock so far (a wait that re-arms its timer over and over
+    /// shows here).
+    public var sleepsBegun: Int { lock.withLock { Int(nextSleeper) } }
+
     /// The deadlines of the tasks sleeping now (as time since the start), earliest first.
     public var pendingDeadlines: [Duration] {
         lock.withLock { sleepers.values.map(\.deadline.offset).sorted() }
