@@ -136,7 +136,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "McuMgrDiscoveryTests", dependencies: ["McuMgrDiscovery", "McuManager"]),
+        .testTarget(name: "McuMgrDiscoveryTests", dependencies: ["McuMgrDiscovery", "McuManager", "TestSupport"]),
         // Bluetooth LE through BlueZ over D-Bus: libdbus-1, a small Swift D-Bus layer, the BlueZ
         // client transport and the GATT peripheral the simulator serves through.
         .systemLibrary(

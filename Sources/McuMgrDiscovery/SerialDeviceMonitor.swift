@@ -36,14 +36,28 @@ public struct SerialDeviceMonitor: Sendable {
     /// How often to rescan besides monitor events; nil: only on monitor events.
     public var rescanInterval: Duration?
 
+    /// Where events come from instead of udev (tests); nil: udev.
+    private var source: (@Sendable (_ includingPresent: Bool) -> AsyncStream<SerialDeviceEvent>)?
+
     public init(discovery: SerialDeviceDiscovery = SerialDeviceDiscovery(), rescanInterval: Duration? = .seconds(1)) {
         self.discovery = discovery
         self.rescanInterval = rescanInterval
     }
 
+    /// A monitor whose events come from `events` (a test's own stream) instead of udev.
+    init(
+        discovery: SerialDeviceDiscovery = SerialDeviceDiscovery(),
+        events: @escaping @Sendable (_ includingPresent: Bool) -> AsyncStream<SerialDeviceEvent>
+    ) {
+        self.discovery = discovery
+        self.rescanInterval = nil
+        self.source = events
+    }
+
     /// Add and remove events from now on; with `includingPresent`, first an `.added` event for each port
     /// present now.
     public func events(includingPresent: Bool = false) -> AsyncStream<SerialDeviceEvent> {
+        if let source { return source(includingPresent) }
         let (stream, continuation) = AsyncStream.makeStream(of: SerialDeviceEvent.self, bufferingPolicy: .unbounded)
         let engine = MonitorEngine(discovery: discovery, continuation: continuation)
         engine.start(includingPresent: includingPresent, rescanInterval: rescanInterval)

@@ -275,16 +275,19 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         let units = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
         // The device holds `lines.count` lines: a longer frame goes out in bursts that many lines long,
         // one line-buffer release (`lineGap`) apart. Bursts of later frames queue behind paced ones.
+        // Time is the channel's event loop's (virtual on an `EmbeddedEventLoop`, so the pacing is tested
+        // without waiting).
         let bursts = lines.bursts(of: units, gap: configuration.lineGap)
-        let now = NIODeadline.now()
+        let now = channel.eventLoop.now
         let first = pacedUntil.withLockedValue { max($0, now) }
         if bursts.count > 1, let last = bursts.last {
             // The last burst's lines are freed a gap after it arrives, too.
             pacedUntil.withLockedValue { $0 = first + Self.timeAmount(last.delay + configuration.lineGap) }
         }
         for burst in bursts {
-            var buffer = channel.allocator.buffer(capacity: burst.lines.reduce(0) { $0 + $1.count })
-            for line in burst.lines { buffer.writeBytes(line) }
+            var filling = channel.allocator.buffer(capacity: burst.lines.reduce(0) { $0 + $1.count })
+            for line in burst.lines { filling.writeBytes(line) }
+            let buffer = filling
             let deadline = first + Self.timeAmount(burst.delay)
             if deadline <= now {
                 channel.writeAndFlush(buffer, promise: nil)

@@ -54,8 +54,10 @@ public actor McuMgrClient {
     /// Tags the current link's events; bumped when a link closes so late events of an old link are dropped.
     private var linkGeneration = 0
     private var lastDrop: SMPFramingDrop?
-    private let clock = ContinuousClock()
-    private let epoch: ContinuousClock.Instant
+    /// The clock timeouts and resends run on (the system's unless a test gave its own); transfers and
+    /// firmware upgrades through this client use it too.
+    public nonisolated let clock: McuMgrClock
+    private let epoch: McuMgrClock.Instant
     private let resends = LockedState(0)
 
     /// Requests resent so far because the link lost them or their answers (readable from any task:
@@ -65,11 +67,14 @@ public actor McuMgrClient {
     /// - Parameters:
     ///   - transport: the link to the device; opened on the first request.
     ///   - logger: receives debug-level traces of packets and drops; nothing above debug unless wrong.
+    ///   - clock: what request timeouts and resends are measured on (tests pass a manual clock).
     public init(
         transport: any McuMgrTransport, configuration: Configuration = .init(),
-        logger: Logger = Logger(label: "mcumgr", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "mcumgr", factory: { _ in SwiftLogNoOpLogHandler() }),
+        clock: McuMgrClock = .continuous
     ) {
         self.transport = transport
+        self.clock = clock
         self.configuration = configuration
         self.logger = logger
         var session = configuration.session ?? transport.sessionDefaults
@@ -245,7 +250,7 @@ public actor McuMgrClient {
     // MARK: - Internals
 
     private var now: SMPInstant {
-        SMPInstant(nanoseconds: (clock.now - epoch).nanosecondsClamped)
+        SMPInstant(nanoseconds: epoch.duration(to: clock.now).nanosecondsClamped)
     }
 
     private func ensureOpen() async throws {
@@ -442,9 +447,10 @@ public actor McuMgrClient {
         if let current = timerDeadline, current <= deadline { return }
         timer?.cancel()
         timerDeadline = deadline
-        let wake = epoch + .nanoseconds(Int64(clamping: deadline.nanoseconds))
+        let wake = epoch.advanced(by: .nanoseconds(Int64(clamping: deadline.nanoseconds)))
+        let clock = self.clock
         timer = Task { [weak self] in
-            try? await Task.sleep(until: wake, clock: .continuous)
+            try? await clock.sleep(until: wake)
             guard !Task.isCancelled, let self else { return }
             await self.timerFired()
         }

@@ -60,6 +60,9 @@ public actor FirmwareUpgradeManager {
     /// Runtime settings.
     public nonisolated let options: Options
     private let reconnection: FirmwareUpgradeReconnection
+    /// The client's clock, kept across reconnections: the swap wait, reconnect retries, the deadlines of
+    /// the upgrade and its durations run on it.
+    private let clock: McuMgrClock
     private let logger: Logger
     private let delegate: (any FirmwareUpgradeDelegate)?
     private let subscribers = LockedState<[UUID: AsyncStream<FirmwareUpgradeEvent>.Continuation]>([:])
@@ -75,7 +78,8 @@ public actor FirmwareUpgradeManager {
 
     /// Creates a manager.
     /// - Parameters:
-    ///   - client: the client to the device.
+    ///   - client: the client to the device; the upgrade's time (the swap wait, reconnect retries, its
+    ///     deadlines and durations) is this client's ``McuMgrClient/clock``.
     ///   - reconnection: how to reach the device again after a reset (default: reopen the same transport).
     ///   - options: runtime settings.
     ///   - delegate: receives the iOS library's delegate calls; held strongly until the manager goes.
@@ -86,6 +90,7 @@ public actor FirmwareUpgradeManager {
         logger: Logger = Logger(label: "mcumgr.dfu", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.client = client
+        self.clock = client.clock
         self.reconnection = reconnection
         self.options = options
         self.delegate = delegate
@@ -164,7 +169,7 @@ public actor FirmwareUpgradeManager {
         defer { control.withLock { $0.inputs = nil; $0.paused = false } }
         var run = Run(
             images: images, configuration: configuration, resources: resources, inputs: continuation,
-            epoch: ContinuousClock.now)
+            clock: clock)
         return try await withTaskCancellationHandler {
             try await drive(&run, stream: stream)
         } onCancel: {
@@ -202,7 +207,8 @@ public actor FirmwareUpgradeManager {
         let configuration: FirmwareUpgradeConfiguration
         let resources: [String: Data]
         let inputs: AsyncStream<Input>.Continuation
-        let epoch: ContinuousClock.Instant
+        let clock: McuMgrClock
+        let epoch: McuMgrClock.Instant
         var work: [Task<Void, Never>] = []
         var timer: Task<Void, Never>?
         var timerGeneration = 0
@@ -212,22 +218,23 @@ public actor FirmwareUpgradeManager {
         var triggerWasTimer = false
         var uploads: [FirmwareUpgradeResult.Image] = []
         var lastImageList: McuMgrImageStateResponse?
-        var resetAt: ContinuousClock.Instant?
-        var backAt: ContinuousClock.Instant?
+        var resetAt: McuMgrClock.Instant?
+        var backAt: McuMgrClock.Instant?
         var isSUIT = false
 
         init(
             images: [McuMgrPackage.Image], configuration: FirmwareUpgradeConfiguration, resources: [String: Data],
-            inputs: AsyncStream<Input>.Continuation, epoch: ContinuousClock.Instant
+            inputs: AsyncStream<Input>.Continuation, clock: McuMgrClock
         ) {
             self.images = images
             self.configuration = configuration
             self.resources = resources
             self.inputs = inputs
-            self.epoch = epoch
+            self.clock = clock
+            self.epoch = clock.now
         }
 
-        var now: SMPInstant { SMPInstant(nanoseconds: (ContinuousClock.now - epoch).nanosecondsClamped) }
+        var now: SMPInstant { SMPInstant(nanoseconds: epoch.duration(to: clock.now).nanosecondsClamped) }
     }
 
     private func drive(_ run: inout Run, stream: AsyncStream<Input>) async throws -> FirmwareUpgradeResult {
@@ -299,9 +306,9 @@ public actor FirmwareUpgradeManager {
         case .imageList(.success(let list)):
             run.lastImageList = list
             if run.resetAt != nil, run.backAt == nil {
-                run.backAt = ContinuousClock.now
+                run.backAt = clock.now
                 if let resetAt = run.resetAt {
-                    log(.info, "the device answers again, \(Self.seconds(ContinuousClock.now - resetAt)) after the reset")
+                    log(.info, "the device answers again, \(Self.seconds(resetAt.duration(to: clock.now))) after the reset")
                 }
             }
             for slot in list.images {
@@ -316,8 +323,8 @@ public actor FirmwareUpgradeManager {
             log(.debug, "the image list is not supported here (\(error.message))")
             run.triggerError = error
             if machine.currentState == .reconnect, let resetAt = run.resetAt, run.backAt == nil {
-                run.backAt = ContinuousClock.now
-                log(.info, "the device answers again, \(Self.seconds(ContinuousClock.now - resetAt)) after the reset")
+                run.backAt = clock.now
+                log(.info, "the device answers again, \(Self.seconds(resetAt.duration(to: clock.now))) after the reset")
             }
             return machine.imageListUnsupported(error.message, now: now)
         case .imageList(.failure(let error)):
@@ -346,7 +353,7 @@ public actor FirmwareUpgradeManager {
             run.triggerError = error
             return machine.requestFailed(error.message, retriable: false, now: now)
         case .resetDone(.success):
-            run.resetAt = ContinuousClock.now
+            run.resetAt = clock.now
             run.backAt = nil
             return machine.resetSent(now: now)
         case .resetDone(.failure(let error)):
@@ -357,7 +364,7 @@ public actor FirmwareUpgradeManager {
             }
             // The link dropping while the reset is answered is what a reset does.
             log(.debug, "reset: \(error.message) (expected while the device reboots)")
-            run.resetAt = ContinuousClock.now
+            run.resetAt = clock.now
             run.backAt = nil
             return machine.resetSent(now: now)
         case .reconnected(.success(let newClient)):
@@ -521,7 +528,8 @@ public actor FirmwareUpgradeManager {
                     await client.close()
                     let transport = try await strategy.connect(client.transport, target)
                     if transport === client.transport { return client }
-                    return McuMgrClient(transport: transport, configuration: client.configuration, logger: logger)
+                    return McuMgrClient(
+                        transport: transport, configuration: client.configuration, logger: logger, clock: client.clock)
                 })
         }
     }
@@ -542,10 +550,11 @@ public actor FirmwareUpgradeManager {
         run.timer?.cancel()
         run.timerGeneration += 1
         let generation = run.timerGeneration
-        let wake = run.epoch + .nanoseconds(Int64(clamping: instant.nanoseconds))
+        let wake = run.epoch.advanced(by: .nanoseconds(Int64(clamping: instant.nanoseconds)))
         let inputs = run.inputs
+        let clock = run.clock
         run.timer = Task {
-            try? await Task.sleep(until: wake, clock: .continuous)
+            try? await clock.sleep(until: wake)
             guard !Task.isCancelled else { return }
             inputs.yield(.timer(generation))
         }
@@ -617,8 +626,8 @@ public actor FirmwareUpgradeManager {
                         bytesSent: 0, uploadDuration: .zero))
             }
         }
-        let duration = ContinuousClock.now - run.epoch
-        let reconnect = run.resetAt.flatMap { reset in run.backAt.map { $0 - reset } } ?? .zero
+        let duration = run.epoch.duration(to: clock.now)
+        let reconnect = run.resetAt.flatMap { reset in run.backAt.map { reset.duration(to: $0) } } ?? .zero
         let upload = run.uploads.reduce(Duration.zero) { $0 + $1.uploadDuration }
         log(.info, "upgrade complete in \(Self.seconds(duration))"
             + (summary.uploadedImages.isEmpty ? "" : ", uploaded image(s) \(summary.uploadedImages.map(String.init).joined(separator: ", "))")

@@ -66,18 +66,18 @@ public struct FirmwareUpgradeReconnection: Sendable {
     }
 
     /// Waits until `path` exists again (a USB serial port re-enumerating after the reset), polling every
-    /// `pollInterval` for up to `attemptDuration`, then reopens the same transport.
+    /// `pollInterval` for up to `attemptDuration` (on `clock`), then reopens the same transport.
     public static func reopen(
-        waitingForPath path: String, pollInterval: Duration = .milliseconds(50), attemptDuration: Duration = .seconds(1)
+        waitingForPath path: String, pollInterval: Duration = .milliseconds(50), attemptDuration: Duration = .seconds(1),
+        clock: McuMgrClock = .continuous
     ) -> Self {
         FirmwareUpgradeReconnection { previous in
-            let clock = ContinuousClock()
-            let deadline = clock.now + attemptDuration
+            let deadline = clock.now.advanced(by: attemptDuration)
             while !FileManager.default.fileExists(atPath: path) {
                 if clock.now >= deadline {
                     throw McuMgrError(.transport, "\(path) is not there (yet): the board has not come back after the reset")
                 }
-                try await Task.sleep(for: pollInterval)
+                try await clock.sleep(until: min(clock.now.advanced(by: pollInterval), deadline))
             }
             return previous
         }

@@ -84,10 +84,10 @@ extension FirmwareUpgradeManager {
         /// Polls the device for resources it needs (PROTOCOL.md 3.11) and uploads each, until it asks
         /// for nothing for `suitPollDuration`, or goes away (it installs and reboots).
         private func serveResources(suit: SuitManager, resources: [String: Data], package: [McuMgrPackage.Image]) async throws {
-            let clock = ContinuousClock()
+            let clock = suit.client.clock
             var quietSince = clock.now
             var served = 0
-            while clock.now - quietSince < options.suitPollDuration {
+            while quietSince.duration(to: clock.now) < options.suitPollDuration {
                 try Task.checkCancellation()
                 await control.waitWhilePaused()
                 let answer: SuitMissingImageStateResponse
@@ -98,7 +98,7 @@ extension FirmwareUpgradeManager {
                     return
                 }
                 guard let session = answer.streamSessionID, let name = answer.resourceName else {
-                    try await Task.sleep(for: options.suitPollInterval)
+                    try await clock.sleep(for: options.suitPollInterval)
                     continue
                 }
                 guard let data = Self.resource(named: name, in: resources, package: package) else {
@@ -128,14 +128,15 @@ extension FirmwareUpgradeManager {
         ) async throws -> FirmwareUpgradeResult.Image {
             let inputs = self.inputs
             let total = max(totalSize, before + file.size)
-            let throttle = LockedState(ContinuousClock.Instant?.none)
+            let throttle = LockedState(McuMgrClock.Instant?.none)
+            let clock = client.clock
             let interval = options.progressInterval
             current.withLock { $0 = file }
             let result = try await ChunkedUploader(client: client, target: target, configuration: configuration, control: control)
                 .upload(DataUploadSource(file.data)) { progress in
-                    let now = ContinuousClock.now
+                    let now = clock.now
                     let due = throttle.withLock { last -> Bool in
-                        if progress.bytesTransferred < progress.totalBytes, let l = last, now - l < interval { return false }
+                        if progress.bytesTransferred < progress.totalBytes, let l = last, l.duration(to: now) < interval { return false }
                         last = now
                         return true
                     }

@@ -32,7 +32,8 @@ extension ChunkedUploadTarget {
 /// from the real encoded request; as many are in flight as the device's buffers take over this link
 /// (`framesInFlight(deviceBufferCount:)`: `buf_count - 1`, half of it over UDP), never more than the link holds.
 /// The runner reads the data, submits the requests and feeds the answers back. Cancelling the calling
-/// task cancels the chunks in flight and throws a `.cancelled` error.
+/// task cancels the chunks in flight and throws a `.cancelled` error. Its time (busy pauses, the
+/// machine's progress timeout, rates, durations) is the client's ``McuMgrClient/clock``.
 public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
     /// The client that sends the chunks.
     public let client: McuMgrClient
@@ -98,7 +99,7 @@ struct UploadEngine: Sendable {
 
     /// Uploads all of `source` (see `ChunkedUploader.upload(_:progress:)`).
     func upload(_ source: any UploadSource, progress: TransferProgressHandler?) async throws -> UploadResult {
-        let clock = ContinuousClock()
+        let clock = client.clock
         // Timed from the link being up: a connection's set-up is not the upload's.
         try await client.open()
         let started = clock.now
@@ -112,7 +113,7 @@ struct UploadEngine: Sendable {
                 throw McuMgrError(.protocolViolation, "\(command.name): the device reported offset \(offset) for an empty upload")
             }
             progress?(TransferProgress(bytesTransferred: 0, totalBytes: 0, bytesPerSecond: nil))
-            return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: depth, chunksSent: 1, duration: clock.now - started)
+            return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: depth, chunksSent: 1, duration: started.duration(to: clock.now))
         }
 
         let previousWindow = await client.window
@@ -179,7 +180,7 @@ struct UploadEngine: Sendable {
     ///   answer to it (before any other) ends the run with a timeout at once.
     private func run(
         _ source: any UploadSource, total: Int, messageLimit: Int, depth: Int,
-        progress: TransferProgressHandler?, clock: ContinuousClock, started: ContinuousClock.Instant,
+        progress: TransferProgressHandler?, clock: McuMgrClock, started: McuMgrClock.Instant,
         firstChunkCheck: Duration? = nil
     ) async throws -> UploadResult {
         let client = self.client
@@ -196,7 +197,7 @@ struct UploadEngine: Sendable {
                 maximumBusyRetries: configuration.maximumBusyRetries, busyRetryDelay: configuration.busyRetryDelay,
                 progressTimeout: configuration.chunkTimeout))
         /// The machine's clock: time since the upload started.
-        func now() -> SMPInstant { SMPInstant(nanoseconds: (clock.now - started).nanosecondsClamped) }
+        func now() -> SMPInstant { SMPInstant(nanoseconds: started.duration(to: clock.now).nanosecondsClamped) }
         var resendsSeen = client.resendCount
         // Rates over the last seconds of the upload, from its first chunk (not the link probe before it).
         let firstChunkTime = clock.now
@@ -256,7 +257,7 @@ struct UploadEngine: Sendable {
                 case .send(let chunk):
                     try await submit(chunk)
                 case .sendAgain(let chunk, let delay):
-                    try await Task.sleep(for: delay)
+                    try await clock.sleep(for: delay)
                     try await submit(chunk)
                 case .abandon(let chunk):
                     await abandon(chunk)
@@ -265,15 +266,15 @@ struct UploadEngine: Sendable {
                     await abandon(chunk)
                     try await submit(chunk)
                 case .progress(let confirmed):
-                    rate.record(bytes: confirmed, at: clock.now - firstChunkTime)
+                    rate.record(bytes: confirmed, at: firstChunkTime.duration(to: clock.now))
                     progress?(TransferProgress(bytesTransferred: confirmed, totalBytes: total, bytesPerSecond: rate.bytesPerSecond))
                 case .resumed(let offset):
-                    rate.restart(bytes: offset, at: clock.now - firstChunkTime)
+                    rate.restart(bytes: offset, at: firstChunkTime.duration(to: clock.now))
                     control?.reportResumed(offset: offset, total: total)
                 case .wentBack(let from, let to):
                     client.logger.warning(
                         "\(name): the device went back from offset \(from) to \(to) of \(total) (it lost what it had: it reset, or ended the upload); continuing from \(to)")
-                    rate.restart(bytes: to, at: clock.now - firstChunkTime)
+                    rate.restart(bytes: to, at: firstChunkTime.duration(to: clock.now))
                 case .window(let window):
                     client.logger.debug("upload: \(window)")
                 case .finished:
@@ -360,7 +361,7 @@ struct UploadEngine: Sendable {
         sink.finish()
         return UploadResult(
             totalBytes: total, resumedFrom: machine.resumedFrom ?? 0, chunkSize: machine.largestChunk, pipelineDepth: depth,
-            chunksSent: machine.chunksSent, duration: clock.now - started)
+            chunksSent: machine.chunksSent, duration: started.duration(to: clock.now))
     }
 
     /// The data lengths that fit one request: at offset 0 and for each size of the offset's CBOR head.
@@ -496,7 +497,7 @@ struct UploadEngine: Sendable {
             } catch let error as McuMgrError where error.returnCode == .busy && busy < configuration.maximumBusyRetries {
                 busy += 1
                 do {
-                    try await Task.sleep(for: configuration.busyRetryDelay)
+                    try await client.clock.sleep(for: configuration.busyRetryDelay)
                 } catch {
                     throw McuMgrError(.cancelled, "\(command.name) was cancelled")
                 }

@@ -196,13 +196,14 @@ public enum LinkProbe {
         }
     }
 
-    /// The round trip of an echo of `packetSize` bytes; nil without an answer.
+    /// The round trip of an echo of `packetSize` bytes (on the client's clock, as its timeout); nil
+    /// without an answer.
     private static func roundTrip(packetSize: Int, client: McuMgrClient, timeout: Duration) async -> Duration? {
-        let clock = ContinuousClock()
+        let clock = client.clock
         let began = clock.now
         do {
             _ = try await echo(packetSize: packetSize, client: client, timeout: timeout)
-            return clock.now - began
+            return began.duration(to: clock.now)
         } catch {
             return nil
         }

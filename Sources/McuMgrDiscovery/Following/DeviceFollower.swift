@@ -39,6 +39,8 @@ public actor DeviceFollower {
 
     private let monitor: SerialDeviceMonitor
     private let logger: Logger
+    /// What the departure grace, the deadline and the retries to open the port run on.
+    private let clock: McuMgrClock
     private var watcher: Task<Void, Never>?
     private var present: SerialDevice?
     /// Set when the port went away since the follower was (re-)armed.
@@ -48,7 +50,13 @@ public actor DeviceFollower {
     /// - Parameters:
     ///   - device: the port as discovery found it.
     ///   - monitor: where hotplug events come from.
-    public init(device: SerialDevice, monitor: SerialDeviceMonitor = SerialDeviceMonitor(), logger: Logger? = nil) {
+    ///   - clock: what the departure grace, the deadline and the retries to open the port are measured on
+    ///     (tests pass a manual clock).
+    public init(
+        device: SerialDevice, monitor: SerialDeviceMonitor = SerialDeviceMonitor(), logger: Logger? = nil,
+        clock: McuMgrClock = .continuous
+    ) {
+        self.clock = clock
         identity = device.identity
         current = device
         present = device
@@ -68,7 +76,7 @@ public actor DeviceFollower {
             }
         }
         // Let the monitor take its first snapshot before the caller resets the board.
-        try? await Task.sleep(for: .milliseconds(50))
+        try? await clock.sleep(for: .milliseconds(50))
     }
 
     /// Stops watching.
@@ -117,9 +125,8 @@ public actor DeviceFollower {
         -> SerialDevice
     {
         await start()
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        let graceEnd = clock.now + (departureGrace ?? (followsResets ? .seconds(3) : .zero))
+        let deadline = clock.now.advanced(by: timeout)
+        let graceEnd = clock.now.advanced(by: departureGrace ?? (followsResets ? .seconds(3) : .zero))
         while true {
             try Task.checkCancellation()
             if let device = present, wentAway || clock.now >= graceEnd {
@@ -144,9 +151,12 @@ public actor DeviceFollower {
         }
     }
 
-    private func waitForChange(until instant: ContinuousClock.Instant) async {
+    private func waitForChange(until instant: McuMgrClock.Instant) async {
+        let clock = self.clock
         let timer = Task { [weak self] in
-            try? await Task.sleep(until: instant, clock: .continuous)
+            // Cancelled: the wait ended on an event, and a wake now would end the next wait too (each
+            // cancelled timer woke the wait after it: a loop of timers while the port was away).
+            do { try await clock.sleep(until: instant) } catch { return }
             await self?.wake()
         }
         await withTaskCancellationHandler {
@@ -158,7 +168,7 @@ public actor DeviceFollower {
     }
 
     /// udevd may still be applying permissions when the node appears: try to open it until it works.
-    private func waitUntilOpenable(_ device: SerialDevice, deadline: ContinuousClock.Instant) async throws {
+    private func waitUntilOpenable(_ device: SerialDevice, deadline: McuMgrClock.Instant) async throws {
         while true {
             let fd = open(device.path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
             if fd >= 0 {
@@ -166,12 +176,12 @@ public actor DeviceFollower {
                 return
             }
             let error = errno
-            if ContinuousClock().now >= deadline {
+            if clock.now >= deadline {
                 throw McuMgrError(
                     .transport,
                     "\(device.path) came back but cannot be opened: \(String(cString: strerror(error))); check permissions (the dialout group)")
             }
-            try await Task.sleep(for: .milliseconds(50))
+            try await clock.sleep(for: .milliseconds(50))
         }
     }
 

@@ -35,16 +35,6 @@ final class EventCollector: @unchecked Sendable {
     }
 }
 
-/// A clock the test moves by hand.
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = SMPInstant.zero
-    var now: SMPInstant {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
-    }
-}
-
 @Suite("In-memory simulator transport")
 struct InMemorySimulatorTransportTests {
     @Test func deliversResponsesInOrderAsynchronously() async throws {
@@ -88,7 +78,7 @@ struct InMemorySimulatorTransportTests {
         configuration.resetDelay = .seconds(1)
         configuration.bootTime = .zero
         let clock = ManualClock()
-        let transport = InMemorySimulatorTransport(device: SimulatedDevice(configuration: configuration), clock: { clock.now })
+        let transport = InMemorySimulatorTransport(device: SimulatedDevice(configuration: configuration), clock: { clock.instant })
         let events = EventCollector()
         try await transport.open { events.add($0) }
         try transport.send(smpRequest(.write, group: .os, command: 5))
@@ -96,7 +86,7 @@ struct InMemorySimulatorTransportTests {
         try transport.send(smpRequest(.read, group: .os, command: 6))
         await waitUntil { transport.handledRequests == 2 }
         #expect(events.packets.count == 1)
-        clock.now = SMPInstant(nanoseconds: 1_000_000_000)
+        clock.advance(to: .seconds(1))
         try transport.send(smpRequest(.read, group: .os, command: 6))
         await events.waitForPackets(2)
         #expect(events.packets.count == 2)

@@ -180,7 +180,7 @@ struct SimulatedSUITTests {
     @Test func suitOverTheInMemoryTransportGoesSilentWhileInstalling() async throws {
         let clock = ManualClock()
         let device = Self.device { $0.swapTime = .seconds(1); $0.resetDelay = .zero; $0.bootTime = .zero }
-        let transport = InMemorySimulatorTransport(device: device, clock: { clock.now })
+        let transport = InMemorySimulatorTransport(device: device, clock: { clock.instant })
         let events = EventCollector()
         try await transport.open { events.add($0) }
         let envelope = SimulatedSUITEnvelope(
@@ -191,7 +191,7 @@ struct SimulatedSUITTests {
         try transport.send(smpRequest(.read, group: Self.suit, command: 3))
         await waitUntil { transport.handledRequests == 2 }
         #expect(events.packets.count == 1)  // installing: no answer to the poll
-        clock.now = SMPInstant(nanoseconds: 1_000_000_000)
+        clock.advance(to: .seconds(1))
         try transport.send(smpRequest(.read, group: Self.suit, command: 3))
         await events.waitForPackets(2)
         await transport.close()

@@ -3,6 +3,7 @@ import McuManager
 import McuMgrCore
 import McuMgrSimulator
 import Testing
+import TestSupport
 
 /// A serial console in front of a simulated device, with Zephyr's `uart_mcumgr` receive limits: a line
 /// longer than the device's line buffer, or a burst of more lines than it holds, loses the whole frame
@@ -81,10 +82,12 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     }
 }
 
-@Suite("Link probe: console line limits learned from the device")
+@Suite("Link probe: console line limits learned from the device", .timeLimit(.minutes(2)))
 struct LinkProbeTests {
-    static func upload(_ size: Int, over transport: LineBufferedConsoleTransport) async throws -> FileSystemManager.TransferResult {
-        let client = McuMgrClient(transport: transport, configuration: .init(timeout: .seconds(5)))
+    static func upload(
+        _ size: Int, over transport: LineBufferedConsoleTransport, clock: McuMgrClock = .continuous
+    ) async throws -> FileSystemManager.TransferResult {
+        let client = McuMgrClient(transport: transport, configuration: .init(timeout: .seconds(5)), clock: clock)
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString).bin")
         try Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
@@ -160,8 +163,10 @@ struct LinkProbeTests {
         #expect(memory.recall(first.name) == .init(length: 511, count: 3))
         // The next connection checks the remembered limits with one frame and loses nothing: timed by the
         // round trip of `os params`, without the two echoes (64 and 182 bytes) a first probe measures.
+        // In virtual time that never moves: no answer can be late (on a loaded machine one was, and the
+        // check failed), and a frame lost would hang the upload until the suite's time limit.
         let second = LineBufferedConsoleTransport(deviceLines: .init(length: 511, count: 3), bufferSize: 1024, memory: memory)
-        _ = try await Self.upload(4096, over: second)
+        _ = try await Self.upload(4096, over: second, clock: McuMgrClock(ManualClock()))
         #expect(second.dropped.isEmpty, "\(second.dropped)")
         #expect(!second.delivered.contains(64) && !second.delivered.contains(182), "\(second.delivered)")
         #expect(second.currentConsoleLines == .init(length: 511, count: 3))
