@@ -169,9 +169,6 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         }
     }
 
-    /// The baud rate an RFC 2217 server acknowledged on the last open (nil before, or for other ports).
-    public var serverBaudRate: Int? { acknowledgedBaudRate.withLockedValue { $0 } }
-
     /// The console line limits in force; probing may raise them.
     public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }
 

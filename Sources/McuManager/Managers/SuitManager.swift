@@ -5,13 +5,13 @@ import Foundation
 #endif
 import McuMgrCore
 
-/// The SUIT group (66) of nRF Connect SDK devices (nRF54H series): manifest list and state, envelope,
-/// cache and resource uploads, cleanup. PROTOCOL.md 3.11.
+/// The SUIT group (66) of nRF Connect SDK devices (nRF54H series): manifest list and state, deferred
+/// envelope processing, missing images, cleanup; the upload targets below. PROTOCOL.md 3.11.
 ///
-/// A SUIT update: upload the envelope (``uploadEnvelope(_:deferInstall:configuration:control:progress:)``),
-/// then poll ``missingImageState()`` and upload each resource the device asks for
-/// (``uploadResource(_:streamSessionID:configuration:control:progress:)``) until it asks for nothing
-/// more or reboots. `FirmwareUpgradeManager` runs this flow for SUIT packages.
+/// A SUIT update: upload the envelope (a ``ChunkedUploader`` with ``SuitEnvelopeUploadTarget``), then
+/// poll ``missingImageState(timeout:)`` and upload each resource the device asks for (with
+/// ``SuitResourceUploadTarget``) until it asks for nothing more or reboots. `FirmwareUpgradeManager`
+/// runs this flow for SUIT packages.
 public struct SuitManager: Sendable {
     /// The client requests go through.
     public let client: McuMgrClient
@@ -29,48 +29,14 @@ public struct SuitManager: Sendable {
         try await client.send(SuitManifestStateRequest(role: role))
     }
 
-    /// Uploads a candidate envelope. With `deferInstall` the device keeps it until
-    /// ``processDeferredEnvelope()``; otherwise it starts processing when the last byte arrives.
-    public func uploadEnvelope(
-        _ data: Data, deferInstall: Bool = false, configuration: UploadConfiguration = .init(),
-        control: UploadControl? = nil, progress: TransferProgressHandler? = nil
-    ) async throws -> UploadResult {
-        try await ChunkedUploader(
-            client: client, target: SuitEnvelopeUploadTarget(deferInstall: deferInstall),
-            configuration: configuration, control: control
-        ).upload(DataUploadSource(data), progress: progress)
-    }
-
     /// Starts processing an envelope uploaded with `deferInstall` (an empty upload: `len 0`, `off 0`).
     public func processDeferredEnvelope() async throws {
         _ = try await client.send(SuitEnvelopeUploadRequest(offset: 0, data: Data(), length: 0))
     }
 
-    /// Uploads a raw cache partition image to cache pool `targetID`.
-    public func uploadCache(
-        _ data: Data, targetID: Int, configuration: UploadConfiguration = .init(), control: UploadControl? = nil,
-        progress: TransferProgressHandler? = nil
-    ) async throws -> UploadResult {
-        try await ChunkedUploader(
-            client: client, target: SuitCacheUploadTarget(targetID: targetID), configuration: configuration,
-            control: control
-        ).upload(DataUploadSource(data), progress: progress)
-    }
-
     /// What the device needs next: a resource to upload, or nothing (both fields nil).
     public func missingImageState(timeout: Duration? = nil) async throws -> SuitMissingImageStateResponse {
         try await client.send(SuitMissingImageStateRequest(), timeout: timeout)
-    }
-
-    /// Uploads the resource the device asked for in stream session `streamSessionID`.
-    public func uploadResource(
-        _ data: Data, streamSessionID: Int, configuration: UploadConfiguration = .init(),
-        control: UploadControl? = nil, progress: TransferProgressHandler? = nil
-    ) async throws -> UploadResult {
-        try await ChunkedUploader(
-            client: client, target: SuitResourceUploadTarget(streamSessionID: streamSessionID),
-            configuration: configuration, control: control
-        ).upload(DataUploadSource(data), progress: progress)
     }
 
     /// Erases the DFU and cache partitions.

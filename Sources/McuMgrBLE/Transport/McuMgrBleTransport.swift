@@ -95,12 +95,6 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         return limits
     }
 
-    /// A new, unopened transport to the same device with the same settings: what a reconnect strategy
-    /// (e.g. after a firmware upgrade's reset) can return. Reopening this transport works as well.
-    public func recreated() -> McuMgrBleTransport {
-        McuMgrBleTransport(configuration: configuration, logger: logger, deviceMemory: deviceMemory, pairing: pairing)
-    }
-
     public func maximumPacketSize(deviceBufferSize: Int) -> Int {
         let reassembles = deviceProfile?.reassembles ?? configuration.deviceReassembly
         return BLEFramingCodec.maximumPacketSize(

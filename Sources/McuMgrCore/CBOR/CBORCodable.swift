@@ -130,7 +130,4 @@ extension CBOR {
         while case .tagged(_, let inner) = item { item = inner }
         return item
     }
-    public func decode<T: Decodable>(_ type: T.Type, from item: CBOR) throws -> T {
-        fatalError("CBORDecoder not implemented yet")
-    }
 }
