@@ -1,4 +1,5 @@
 import CZlibSystem
+import McuMgrCore
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -252,10 +253,7 @@ struct PackageArchive {
                     + "download or copy it again"
             )
         }
-        let checksum = content.withUnsafeBufferPointer { buffer in
-            UInt32(CZlibSystem.crc32(0, buffer.baseAddress, uInt(buffer.count)))
-        }
-        guard checksum == entry.crc32 else { throw unreadable("CRC-32 mismatch") }
+        guard CRC32.checksum(content) == entry.crc32 else { throw unreadable("CRC-32 mismatch") }
         return Data(content)
     }
 

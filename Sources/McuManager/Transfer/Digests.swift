@@ -5,26 +5,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// CRC-32 (IEEE 802.3, reflected, init and final XOR 0xFFFFFFFF), as the file-system group's `crc32`.
-struct CRC32: Sendable {
-    private static let table: [UInt32] = (0..<256).map { i -> UInt32 in
-        var c = UInt32(i)
-        for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-    private var state: UInt32 = 0xFFFF_FFFF
-
-    mutating func update(_ data: Data) {
-        var c = state
-        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-            for b in bytes { c = Self.table[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
-        }
-        state = c
-    }
-
-    var value: UInt32 { state ^ 0xFFFF_FFFF }
-
-    /// The checksum as 4 big-endian bytes.
+extension CRC32 {
+    /// The checksum as 4 big-endian bytes, as the file-system group's `crc32` hash answer compares.
     var bigEndianBytes: Data {
         let v = value
         return Data([UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)])

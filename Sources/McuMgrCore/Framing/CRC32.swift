@@ -1,7 +1,8 @@
 /// CRC-32 (IEEE 802.3, as zlib's `crc32`): reflected polynomial 0xEDB88320, initial value and final XOR
 /// 0xFFFFFFFF.
 ///
-/// Used by the file-system group's `crc32` checksum. `CRC32.checksum(Array("123456789".utf8)) ==
+/// The package's one CRC-32: the file-system group's `crc32` checksum (client and simulator) and the
+/// entries of firmware zips. `CRC32.checksum(Array("123456789".utf8)) ==
 /// 0xCBF43926`.
 public struct CRC32: Sendable, Hashable {
     /// Register before the final XOR.
