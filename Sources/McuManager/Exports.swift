@@ -13,7 +13,7 @@
 // Firmware upgrades: FirmwareUpgradeManager's configuration, states and summary.
 @_exported import struct McuMgrCore.FirmwareUpgradeConfiguration
 @_exported import enum McuMgrCore.FirmwareUpgradeMode
-@_exported import struct McuMgrCore.BootloaderModeKind
+@_exported import struct McuMgrCore.BootloaderMode
 @_exported import enum McuMgrCore.FirmwareUpgradeState
 @_exported import struct McuMgrCore.FirmwareUpgradeSummary
 

@@ -181,7 +181,7 @@ public actor FirmwareUpgradeManager {
 
     enum Input: Sendable {
         case parameters(Result<McuMgrParametersResponse, McuMgrError>)
-        case bootloader(Result<(name: String?, mode: BootloaderModeKind?), McuMgrError>)
+        case bootloader(Result<(name: String?, mode: BootloaderMode?), McuMgrError>)
         case imageList(Result<McuMgrImageStateResponse, McuMgrError>)
         case stateWrite(Result<McuMgrImageStateResponse, McuMgrError>)
         case eraseSettings(Result<Void, McuMgrError>)
@@ -437,9 +437,9 @@ public actor FirmwareUpgradeManager {
                         await Self.catching {
                             let os = DefaultManager(client: client)
                             let name = try await os.bootloaderName()
-                            var mode: BootloaderModeKind?
+                            var mode: BootloaderMode?
                             do {
-                                mode = try await os.bootloaderInfo(query: "mode").mode.map { BootloaderModeKind(rawValue: $0.rawValue) }
+                                mode = try await os.bootloaderInfo(query: "mode").mode
                             } catch let error as McuMgrError where error.kind == .device {
                                 mode = nil
                             }
@@ -486,7 +486,7 @@ public actor FirmwareUpgradeManager {
                         })
                 }
             case .reset(let mode):
-                let into = machine.bootloaderMode == .singleApplicationSlot ? "MCUboot's serial recovery" : "its firmware loader"
+                let into = machine.bootloaderMode == .singleApplication ? "MCUboot's serial recovery" : "its firmware loader"
                 log(.info, mode == .bootloader ? "resetting the device into \(into) (boot mode 1)" : "resetting the device")
                 spawn(&run) { client, _ in
                     .resetDone(

@@ -350,66 +350,6 @@ public struct BootloaderInfoResponse: Decodable, Sendable, Hashable {
     }
 }
 
-/// MCUboot's operating mode (PROTOCOL.md 3.1). Open numeric space.
-public struct BootloaderMode: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
-    /// Creates a mode from its number.
-    public init(_ rawValue: Int) { self.rawValue = rawValue }
-
-    /// Unknown (-1).
-    public static let unknown = Self(-1)
-    /// Single application slot (0).
-    public static let singleApplication = Self(0)
-    /// Swap using scratch (1).
-    public static let swapUsingScratch = Self(1)
-    /// Overwrite / upgrade-only (2).
-    public static let overwrite = Self(2)
-    /// Swap without scratch, swap-using-move (3).
-    public static let swapWithoutScratch = Self(3)
-    /// Direct-XIP without revert (4).
-    public static let directXIPWithoutRevert = Self(4)
-    /// Direct-XIP with revert (5).
-    public static let directXIPWithRevert = Self(5)
-    /// RAM load (6).
-    public static let ramLoad = Self(6)
-    /// Firmware loader (7).
-    public static let firmwareLoader = Self(7)
-    /// Single-slot RAM load (8).
-    public static let singleSlotRAMLoad = Self(8)
-    /// Swap using offset (9).
-    public static let swapUsingOffset = Self(9)
-
-    public init(from decoder: any Decoder) throws {
-        self.rawValue = try decoder.singleValueContainer().decode(Int.self)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-
-    /// A readable name.
-    public var name: String {
-        switch rawValue {
-        case -1: return "unknown"
-        case 0: return "single application"
-        case 1: return "swap using scratch"
-        case 2: return "overwrite"
-        case 3: return "swap without scratch"
-        case 4: return "Direct-XIP without revert"
-        case 5: return "Direct-XIP with revert"
-        case 6: return "RAM load"
-        case 7: return "firmware loader"
-        case 8: return "single-slot RAM load"
-        case 9: return "swap using offset"
-        default: return "mode \(rawValue)"
-        }
-    }
-
-    public var description: String { "\(name) (\(rawValue))" }
-}
-
 /// A coding key for any string, for maps with names chosen by the device.
 struct AnyCodingKey: CodingKey, Hashable {
     var stringValue: String

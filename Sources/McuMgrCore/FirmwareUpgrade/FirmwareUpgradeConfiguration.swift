@@ -5,7 +5,7 @@ public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
     /// What to do after the upload.
     public var upgradeMode: FirmwareUpgradeMode
     /// Use this bootloader mode instead of asking the device; nil asks (bootloader info).
-    public var bootloaderMode: BootloaderModeKind?
+    public var bootloaderMode: BootloaderMode?
     /// Erase the application settings (Zephyr basic group) after the upload. Failures are tolerated.
     public var eraseAppSettings: Bool
     /// How long the device needs after a reset to swap images before it answers (not for Direct-XIP).
@@ -39,7 +39,7 @@ public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
     public var firmwareLoaderName: String?
 
     public init(
-        upgradeMode: FirmwareUpgradeMode = .confirmOnly, bootloaderMode: BootloaderModeKind? = nil,
+        upgradeMode: FirmwareUpgradeMode = .confirmOnly, bootloaderMode: BootloaderMode? = nil,
         eraseAppSettings: Bool = false, estimatedSwapTime: Duration = .zero,
         resetDelay: Duration = .seconds(1), reconnectTimeout: Duration = .seconds(60),
         retryInterval: Duration = .seconds(1), pipelineDepth: Int? = nil, maximumRetries: Int = 3,

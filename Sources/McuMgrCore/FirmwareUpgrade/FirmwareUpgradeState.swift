@@ -61,7 +61,7 @@ public struct FirmwareUpgradeSummary: Sendable, Hashable {
     /// The mode requested.
     public var mode: FirmwareUpgradeMode
     /// The bootloader mode used (from the device or the configuration).
-    public var bootloaderMode: BootloaderModeKind
+    public var bootloaderMode: BootloaderMode
     /// Images uploaded, by image number, in order.
     public var uploadedImages: [Int]
     /// Images not uploaded because the device already had them (running or in a slot).
@@ -80,7 +80,7 @@ public struct FirmwareUpgradeSummary: Sendable, Hashable {
     public var verified: String?
 
     public init(
-        mode: FirmwareUpgradeMode, bootloaderMode: BootloaderModeKind, uploadedImages: [Int] = [],
+        mode: FirmwareUpgradeMode, bootloaderMode: BootloaderMode, uploadedImages: [Int] = [],
         skippedImages: [Int] = [], didReset: Bool = false, notes: [String] = []
     ) {
         self.mode = mode

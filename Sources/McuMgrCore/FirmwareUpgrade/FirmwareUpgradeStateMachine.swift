@@ -126,7 +126,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private var bufferSize: Int?
     private var bufferCount: Int?
     private var bootloaderName: String?
-    private var mode: BootloaderModeKind = .unknown
+    private var mode: BootloaderMode = .unknown
     private var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
     private var targets: [Target] = []
     private var skipped: [Int] = []
@@ -148,7 +148,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     /// MCUboot's single-application mode: the application has no image group (Zephyr builds none there),
     /// so the upgrade goes through serial recovery (reset with boot_mode 1) and the hash is read there.
-    private var singleApp: Bool { mode == .singleApplicationSlot && !flow.suit }
+    private var singleApp: Bool { mode == .singleApplication && !flow.suit }
 
     /// A machine for these images (upload order: as given).
     public init(images: [FirmwareUpgradeImage], configuration: FirmwareUpgradeConfiguration = .init()) {
@@ -161,7 +161,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public var currentState: FirmwareUpgradeState { published }
 
     /// The bootloader mode in use (from the device, the configuration, or unknown).
-    public var bootloaderMode: BootloaderModeKind { mode }
+    public var bootloaderMode: BootloaderMode { mode }
 
     /// Whether the device answered from MCUboot's serial recovery: no application runs, so it reports no
     /// bootloader info (rc 8) and no active slot (an empty image list when it holds no image). The images then go to their primary slot (slot 0
@@ -202,7 +202,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     /// Bootloader info arrived: the name (`"MCUboot"`, `"SUIT"`) and the mode when reported.
-    public mutating func bootloaderInfoReceived(name: String?, mode: BootloaderModeKind?) -> [Action] {
+    public mutating func bootloaderInfoReceived(name: String?, mode: BootloaderMode?) -> [Action] {
         guard state == .bootloaderInfo else { return [] }
         bootloaderName = name
         self.mode = mode ?? .unknown
@@ -581,12 +581,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case .ramLoad:
             flow = Flow(slots: .inactive, writes: .confirmOnly, swapWait: false, resetIntoLoaderFirst: false, suit: false)
             notes.append("RAM load: no revert, so test modes behave like confirm (unverified against hardware)")
-        case .overwriteOnly:
+        case .overwrite:
             flow = Flow(slots: .secondary, writes: .confirmOnly, swapWait: true, resetIntoLoaderFirst: false, suit: false)
             if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
                 notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
             }
-        case .firmwareLoader, .singleApplicationSlot:
+        case .firmwareLoader, .singleApplication:
             // One application slot: the running application cannot overwrite itself, so the upload goes to
             // the firmware loader or MCUboot serial recovery (reset with boot_mode 1), then a normal reset.
             flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
@@ -597,7 +597,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
         let testing = configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm
         if testing, !flow.suit, mode == .directXIPWithoutRevert || flow.resetIntoLoaderFirst {
-            notes.append("\(mode) cannot test-boot an image: the new image is permanent once it boots")
+            notes.append("\(mode.detailedName) cannot test-boot an image: the new image is permanent once it boots")
         }
         if flow.suit {
             // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
@@ -674,7 +674,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                     }
                 } else {
                     fail("image \(number): the package only has the build for slot \(activeSlot), which is running; "
-                        + "\(mode) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
+                        + "\(mode.detailedName) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
                     return
                 }
                 targetSlot = 1 - activeSlot

@@ -357,16 +357,16 @@ struct DFUCommand: AsyncParsableCommand {
         }
     }
 
-    static let bootloaderModeNames: [(String, BootloaderModeKind)] = [
-        ("single-app", .singleApplicationSlot), ("swap-scratch", .swapUsingScratch), ("overwrite", .overwriteOnly),
-        ("swap-move", .swapUsingMove), ("direct-xip", .directXIPWithoutRevert),
+    static let bootloaderModeNames: [(String, BootloaderMode)] = [
+        ("single-app", .singleApplication), ("swap-scratch", .swapUsingScratch), ("overwrite", .overwrite),
+        ("swap-move", .swapWithoutScratch), ("direct-xip", .directXIPWithoutRevert),
         ("direct-xip-revert", .directXIPWithRevert), ("ram-load", .ramLoad), ("firmware-loader", .firmwareLoader),
         ("single-slot-ram-load", .singleSlotRAMLoad), ("swap-offset", .swapUsingOffset),
     ]
 
-    static func parseBootloaderMode(_ text: String) throws -> BootloaderModeKind {
+    static func parseBootloaderMode(_ text: String) throws -> BootloaderMode {
         let key = text.lowercased().replacing("_", with: "-")
-        if let number = Int(key), (-1...255).contains(number) { return BootloaderModeKind(rawValue: number) }
+        if let number = Int(key), (-1...255).contains(number) { return BootloaderMode(rawValue: number) }
         let aliases = ["swap-using-scratch": "swap-scratch", "overwrite-only": "overwrite", "swap-using-move": "swap-move",
                        "swap-using-offset": "swap-offset", "directxip": "direct-xip", "directxip-revert": "direct-xip-revert",
                        "single-slot": "single-app", "single-application": "single-app"]

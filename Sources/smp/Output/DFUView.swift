@@ -60,7 +60,7 @@ final class DFUView: @unchecked Sendable {
         switch event {
         case .started(_, let configuration):
             var text = "upgrade: mode \(DFUCommand.modeName(configuration.upgradeMode))"
-            if let mode = configuration.bootloaderMode { text += ", bootloader mode \(mode) (given)" }
+            if let mode = configuration.bootloaderMode { text += ", bootloader mode \(mode.detailedName) (given)" }
             if !configuration.performReset { text += ", no reset" }
             line(text)
         case .stateChanged(_, let to):
@@ -155,7 +155,7 @@ final class DFUView: @unchecked Sendable {
         if !s.skippedImages.isEmpty { parts.append("skipped \(s.skippedImages.map(String.init).joined(separator: ", ")) (already on the device)") }
         let resumed = result.images.filter { $0.resumedFrom > 0 }
         for image in resumed { parts.append("image \(image.image) resumed at offset \(image.resumedFrom)") }
-        parts.append(s.serialRecovery ? "MCUboot serial recovery (slot 0)" : "bootloader \(s.bootloaderMode)")
+        parts.append(s.serialRecovery ? "MCUboot serial recovery (slot 0)" : "bootloader \(s.bootloaderMode.detailedName)")
         if s.didReset { parts.append("reset") }
         parts.append(String(cFormat: "%.1f s", result.duration.seconds))
         if result.bytesSent > 0, result.uploadDuration.seconds > 0 {
@@ -222,7 +222,7 @@ final class DFUView: @unchecked Sendable {
         let s = result.summary
         return .textMap([
             "event": "result", "status": "success", "mode": .text(DFUCommand.modeName(s.mode)),
-            "bootloader_mode": .int(s.bootloaderMode.rawValue), "bootloader_mode_name": .text(s.bootloaderMode.description),
+            "bootloader_mode": .int(s.bootloaderMode.rawValue), "bootloader_mode_name": .text(s.bootloaderMode.detailedName),
             "reset": .bool(s.didReset), "serial_recovery": .bool(s.serialRecovery),
             "uploaded": .array(s.uploadedImages.map { .int($0) }), "skipped": .array(s.skippedImages.map { .int($0) }),
             "images": .array(result.images.map { image in

@@ -20,9 +20,9 @@ private struct VendorPingResponse: Decodable, Sendable {
 @Suite struct PublicSurfaceTests {
     @Test func theUpgradeConfigurationAndItsTypesAreInScope() {
         let configuration = FirmwareUpgradeConfiguration(
-            upgradeMode: .testAndConfirm, bootloaderMode: BootloaderModeKind.swapUsingMove, estimatedSwapTime: .seconds(8))
+            upgradeMode: .testAndConfirm, bootloaderMode: BootloaderMode.swapWithoutScratch, estimatedSwapTime: .seconds(8))
         #expect(configuration.upgradeMode == FirmwareUpgradeMode.testAndConfirm)
-        #expect(configuration.bootloaderMode == .swapUsingMove)
+        #expect(configuration.bootloaderMode == .swapWithoutScratch)
         let states: [FirmwareUpgradeState] = [.none, .upload, .success]
         #expect(states.last?.isTerminal == true)
         let summary: KeyPath<FirmwareUpgradeResult, FirmwareUpgradeSummary> = \.summary

@@ -423,8 +423,8 @@ struct FirmwareUpgradeManagerTests {
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
         let result = try await manager.upgrade(
             images: [DFUFixtures.image()],
-            configuration: DFUFixtures.configuration(.confirmOnly) { $0.bootloaderMode = .swapUsingMove })
-        #expect(result.summary.bootloaderMode == .swapUsingMove)
+            configuration: DFUFixtures.configuration(.confirmOnly) { $0.bootloaderMode = .swapWithoutScratch })
+        #expect(result.summary.bootloaderMode == .swapWithoutScratch)
         #expect(!rig.tap.sent.contains { $0.header.group == .os && $0.header.command.rawValue == 8 })
     }
 
@@ -501,7 +501,7 @@ struct FirmwareUpgradeManagerSingleApplicationTests {
         let slot = try #require(rig.device.slot(holding: image.hash))
         #expect(slot.slot == 0)
         #expect(result.summary.serialRecovery)
-        #expect(result.summary.bootloaderMode == .singleApplicationSlot)
+        #expect(result.summary.bootloaderMode == .singleApplication)
         #expect(result.summary.uploadedImages == [0])
         let verified = try #require(result.summary.verified)
         #expect(verified.contains(image.hash.map { String(format: "%02x", $0) }.joined()) && verified.contains("rc 8"), "\(verified)")

@@ -129,7 +129,7 @@ import Testing
 
     @Test func singleApplicationModeNeverWritesTheLoaderName() {
         // Serial recovery is MCUboot itself on the same port: no name, the plain reconnect.
-        var m = FW.machine(bootloader: .singleApplicationSlot) { $0.firmwareLoaderName = "FL_0A1B2C" }
+        var m = FW.machine(bootloader: .singleApplication) { $0.firmwareLoaderName = "FL_0A1B2C" }
         #expect(d(m.imageListUnsupported("rc 8", now: FW.t(1))) == [.reset(.bootloader)])
         _ = m.resetSent(now: FW.t(10))
         #expect(d(m.timerFired(now: FW.t(11))).first == .reconnect)

@@ -25,7 +25,7 @@ import Testing
     @Test func randomEventSequencesNeverTrapAndEndOnce() {
         var rng = SplitMix64(seed: 0x5EED)
         let modes = FirmwareUpgradeMode.allCases
-        let bootloaders: [BootloaderModeKind] = (-1...10).map { BootloaderModeKind(rawValue: $0) }
+        let bootloaders: [BootloaderMode] = (-1...10).map { BootloaderMode(rawValue: $0) }
         for _ in 0..<400 {
             let images = [
                 [FW.image()], [FW.image(slot: 0, hash: FW.other), FW.image(slot: 1)],
@@ -80,7 +80,7 @@ import Testing
         // A cooperative driver answering every request as a good device would.
         for mode in FirmwareUpgradeMode.allCases {
             for raw in -1...9 {
-                let bootloader = BootloaderModeKind(rawValue: raw)
+                let bootloader = BootloaderMode(rawValue: raw)
                 let images = bootloader.isDirectXIP || bootloader == .ramLoad
                     ? [FW.image(slot: 0, hash: FW.other), FW.image(slot: 1)] : [FW.image()]
                 // The firmware loader's name is stored only in firmware-loader mode; the others ignore it.
@@ -111,7 +111,7 @@ import Testing
                     case .requestBootloaderInfo: queue += m.bootloaderInfoReceived(name: "MCUboot", mode: bootloader)
                     case .requestImageList where inRecovery:
                         queue += m.imageListReceived([DeviceImageSlot(slot: 0, hash: uploaded ? FW.new : FW.old, confirmed: true)])
-                    case .requestImageList where bootloader == .singleApplicationSlot:
+                    case .requestImageList where bootloader == .singleApplication:
                         // The single-application application has no image group.
                         queue += m.imageListUnsupported("NOT_SUPPORTED (8)", now: FW.t(now))
                     case .requestImageList:
@@ -125,7 +125,7 @@ import Testing
                     case .testImage, .confirmImage: queue += m.stateWriteSucceeded([])
                     case .reset(let how):
                         booted = how == .normal
-                        inRecovery = how == .bootloader && bootloader == .singleApplicationSlot
+                        inRecovery = how == .bootloader && bootloader == .singleApplication
                         queue += m.resetSent(now: FW.t(now))
                     case .waitUntil(let at): timer = at
                     case .setFirmwareLoaderName(let name):

@@ -32,7 +32,7 @@ import Testing
         var m = FirmwareUpgradeStateMachine(images: [FW.image()])
         var all = m.start(now: FW.t(0))
         all += m.parametersReceived(bufferSize: 2048, bufferCount: 4)
-        all += m.bootloaderInfoReceived(name: "MCUboot", mode: .swapUsingMove)
+        all += m.bootloaderInfoReceived(name: "MCUboot", mode: .swapWithoutScratch)
         all += m.imageListReceived(FW.runningOld())
         all += m.uploadFinished(image: 0)
         all += m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true, permanent: true)])
@@ -87,8 +87,8 @@ import Testing
         #expect(FW.summary(done)?.uploadedImages == [0])
     }
 
-    @Test(arguments: [BootloaderModeKind.swapUsingScratch, .swapUsingMove, .swapUsingOffset, .unknown])
-    func everyModeOnSwapBootloaders(bootloader: BootloaderModeKind) {
+    @Test(arguments: [BootloaderMode.swapUsingScratch, .swapWithoutScratch, .swapUsingOffset, .unknown])
+    func everyModeOnSwapBootloaders(bootloader: BootloaderMode) {
         for mode in FirmwareUpgradeMode.allCases {
             var m = FW.machine(mode: mode, bootloader: bootloader)
             _ = m.imageListReceived(FW.runningOld())
@@ -163,7 +163,7 @@ import Testing
 
     @Test func overwriteOnlyTestModesConfirmBeforeTheReset() {
         for mode in [FirmwareUpgradeMode.testOnly, .testAndConfirm] {
-            var m = FW.machine(mode: mode, bootloader: .overwriteOnly)
+            var m = FW.machine(mode: mode, bootloader: .overwrite)
             _ = m.imageListReceived(FW.runningOld())
             #expect(d(m.uploadFinished(image: 0)) == [.confirmImage(hash: FW.new)], "no revert: \(mode) behaves like confirm")
             _ = m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true, permanent: true)])
@@ -193,7 +193,7 @@ import Testing
 
     @Test func singleApplicationSlotWithAnImageGroupStillUploadsThroughSerialRecovery() {
         // A single-app application that does answer the image list (not Zephyr's): recovery all the same.
-        var m = FW.machine(mode: .testAndConfirm, bootloader: .singleApplicationSlot)
+        var m = FW.machine(mode: .testAndConfirm, bootloader: .singleApplication)
         #expect(d(m.imageListReceived(FW.runningOld())) == [.reset(.bootloader)])
         #expect(d(FW.rebootAndReconnect(&m)) == [.requestImageList], "serial recovery's list")
         #expect(d(m.imageListReceived([.init(slot: 0, hash: FW.old, confirmed: true)])) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
@@ -205,7 +205,7 @@ import Testing
     }
 
     @Test func singleSlotUploadsToThePrimaryAndResets() {
-        for bootloader in [BootloaderModeKind.singleSlotRAMLoad] {
+        for bootloader in [BootloaderMode.singleSlotRAMLoad] {
             var m = FW.machine(mode: .testAndConfirm, bootloader: bootloader)
             #expect(d(m.imageListReceived(FW.runningOld())).count == 1)
             #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])

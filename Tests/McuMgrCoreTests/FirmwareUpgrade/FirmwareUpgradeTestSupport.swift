@@ -53,7 +53,7 @@ enum FW {
     /// which has just asked for the image list.
     static func machine(
         _ images: [FirmwareUpgradeImage] = [image()], mode: FirmwareUpgradeMode = .confirmOnly,
-        bootloader: BootloaderModeKind = .swapUsingScratch, swapTime: Duration = .zero,
+        bootloader: BootloaderMode = .swapUsingScratch, swapTime: Duration = .zero,
         configure: (inout FirmwareUpgradeConfiguration) -> Void = { _ in }
     ) -> Machine {
         var config = FirmwareUpgradeConfiguration(upgradeMode: mode, estimatedSwapTime: swapTime)

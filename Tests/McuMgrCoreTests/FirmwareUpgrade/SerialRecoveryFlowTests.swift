@@ -95,7 +95,7 @@ import Testing
 
     @Test func aGivenBootloaderModeIsNotOverridden() {
         var config = FirmwareUpgradeConfiguration(upgradeMode: .confirmOnly)
-        config.bootloaderMode = .swapUsingMove
+        config.bootloaderMode = .swapWithoutScratch
         var m = FW.Machine(images: [FW.image()], configuration: config)
         _ = m.start(now: FW.t(0))
         _ = m.parametersUnsupported()

@@ -16,14 +16,14 @@ import Testing
     /// start → parameters → bootloader info (MCUboot, mode 0) → image list rc 8 → reset into recovery →
     /// reconnect; returns the machine, which has just asked recovery for its image list.
     static func inRecovery(mode: FirmwareUpgradeMode = .confirmOnly) -> FW.Machine {
-        var m = FW.machine(mode: mode, bootloader: .singleApplicationSlot)
+        var m = FW.machine(mode: mode, bootloader: .singleApplication)
         _ = m.imageListUnsupported("NOT_SUPPORTED (8)", now: FW.t(1))
         _ = FW.rebootAndReconnect(&m, at: 2)
         return m
     }
 
     @Test func modeZeroAndNoImageGroupGoesThroughSerialRecovery() {
-        var m = FW.machine(bootloader: .singleApplicationSlot)
+        var m = FW.machine(bootloader: .singleApplication)
         #expect(d(m.imageListUnsupported("NOT_SUPPORTED (8)", now: FW.t(1))) == [.reset(.bootloader)])
         #expect(m.currentState == .reset)
         #expect(d(m.resetSent(now: FW.t(2))) == [.waitUntil(FW.t(3))], "no swap wait: nothing swaps")
@@ -42,7 +42,7 @@ import Testing
         #expect(summary?.uploadedImages == [0])
         #expect(summary?.didReset == true)
         #expect(summary?.serialRecovery == true)
-        #expect(summary?.bootloaderMode == .singleApplicationSlot)
+        #expect(summary?.bootloaderMode == .singleApplication)
         let verified = summary?.verified ?? ""
         #expect(verified.contains("slot 0 with the uploaded hash") && verified.contains(String(repeating: "01", count: 32)), "\(verified)")
         #expect(verified.contains("answers the image list with rc 8"), "\(verified)")
@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func everyStateInOrder() {
-        var m = FW.machine(bootloader: .singleApplicationSlot)
+        var m = FW.machine(bootloader: .singleApplication)
         var all = m.imageListUnsupported("rc 8", now: FW.t(1))
         all += m.resetSent(now: FW.t(2)) + m.timerFired(now: FW.t(3)) + m.reconnected()
         all += m.imageListReceived(Self.recovery(FW.old))
@@ -65,7 +65,7 @@ import Testing
 
     @Test func aGivenSingleAppModeSkipsBootloaderInfoAndGoesThroughRecovery() {
         var config = FirmwareUpgradeConfiguration(upgradeMode: .confirmOnly)
-        config.bootloaderMode = .singleApplicationSlot
+        config.bootloaderMode = .singleApplication
         var m = FW.Machine(images: [FW.image()], configuration: config)
         _ = m.start(now: FW.t(0))
         // No bootloader info; the image list tells the application (rc 8) from serial recovery (a list).
@@ -78,7 +78,7 @@ import Testing
     @Test func aGivenSingleAppModeOnADeviceAlreadyInRecoveryUploadsWithoutAReset() {
         // MCUboot ignores boot_mode: a reset from recovery would boot the application (measured on the mps2 build).
         var config = FirmwareUpgradeConfiguration(upgradeMode: .confirmOnly)
-        config.bootloaderMode = .singleApplicationSlot
+        config.bootloaderMode = .singleApplication
         var m = FW.Machine(images: [FW.image()], configuration: config)
         _ = m.start(now: FW.t(0))
         _ = m.parametersReceived(bufferSize: 1024, bufferCount: 1)
@@ -93,7 +93,7 @@ import Testing
     }
 
     @Test func aGivenPipelineDepthIsCappedToRecoverysOneBuffer() {
-        var m = FW.machine(bootloader: .singleApplicationSlot) { $0.pipelineDepth = 4 }
+        var m = FW.machine(bootloader: .singleApplication) { $0.pipelineDepth = 4 }
         _ = m.imageListUnsupported("rc 8", now: FW.t(1))
         _ = FW.rebootAndReconnect(&m, at: 2)
         #expect(d(m.imageListReceived(Self.recovery(FW.old))) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
@@ -141,7 +141,7 @@ import Testing
     }
 
     @Test func anApplicationThatIgnoresBootModeOneFailsClearly() {
-        var m = FW.machine(bootloader: .singleApplicationSlot)
+        var m = FW.machine(bootloader: .singleApplication)
         _ = m.imageListUnsupported("rc 8", now: FW.t(1))
         _ = FW.rebootAndReconnect(&m, at: 2)
         // The application came back instead of recovery: still no image list.
@@ -152,7 +152,7 @@ import Testing
     }
 
     @Test func anApplicationWithAnImageGroupAnsweringAfterTheBootModeResetIsNotRecovery() {
-        var m = FW.machine(bootloader: .singleApplicationSlot)
+        var m = FW.machine(bootloader: .singleApplication)
         #expect(d(m.imageListReceived(FW.runningOld())) == [.reset(.bootloader)])
         _ = FW.rebootAndReconnect(&m, at: 2)
         // The application came back (its list flags the running slot): no upload through its image group.
@@ -206,7 +206,7 @@ import Testing
     }
 
     @Test func noResetEndsAfterTheCheckInRecovery() {
-        var m = FW.machine(bootloader: .singleApplicationSlot) { $0.performReset = false }
+        var m = FW.machine(bootloader: .singleApplication) { $0.performReset = false }
         _ = m.imageListUnsupported("rc 8", now: FW.t(1))
         // Uploading at all needs the reset into recovery.
         _ = FW.rebootAndReconnect(&m, at: 2)
