@@ -31,6 +31,9 @@
 @_exported import enum McuMgrCore.CBOR
 @_exported import struct McuMgrCore.CBORMapEntry
 
+// Images: the MCUboot version of an image header (also what the simulator builds images with).
+@_exported import struct McuMgrCore.McuMgrImageVersion
+
 // The link: session settings (`McuMgrClient.Configuration`), what a transport reports about its link.
 @_exported import struct McuMgrCore.SMPSessionConfiguration
 @_exported import struct McuMgrCore.LinkLimits

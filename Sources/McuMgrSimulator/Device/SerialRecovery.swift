@@ -81,7 +81,7 @@ extension DeviceState {
                 var entries: [CBORMapEntry] = []
                 if images.imageCount > 1 { entries.append("image", .unsigned(UInt64(image))) }
                 entries.append("slot", .unsigned(UInt64(slot)))
-                entries.append("version", .text(content.info.version.description))
+                entries.append("version", .text(content.info.version.imageListText))
                 entries.append("hash", .bytes(content.info.hash))
                 list.append(.map(entries))
             }

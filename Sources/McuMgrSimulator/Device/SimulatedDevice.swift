@@ -223,7 +223,7 @@ public final class SimulatedDevice: @unchecked Sendable {
 public struct SimulatedImageSlot: Sendable, Hashable {
     public var image: Int
     public var slot: Int
-    public var version: SimulatorImageVersion
+    public var version: McuMgrImageVersion
     /// The SHA-256 TLV value.
     public var hash: [UInt8]
     /// The whole image file.

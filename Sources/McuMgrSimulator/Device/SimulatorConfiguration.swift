@@ -1,3 +1,5 @@
+import McuMgrCore
+
 /// How a `SimulatedDevice` is built and behaves. Defaults model a Zephyr `smp_svr` sample with MCUboot
 /// in swap-using-scratch mode, SMP v1 and v2, and a LittleFS mount at `/lfs1` of four 4 KiB blocks (as the
 /// sample's native_sim builds in ../shared/firmware).
@@ -52,7 +54,7 @@ public struct SimulatorConfiguration: Sendable {
 
     // Images.
     /// Version of the initial image in every primary slot.
-    public var appVersion: SimulatorImageVersion = SimulatorImageVersion(1, 0, 0)
+    public var appVersion: McuMgrImageVersion = McuMgrImageVersion(major: 1, minor: 0, revision: 0)
     /// Number of updatable images (`CONFIG_UPDATEABLE_IMAGE_NUMBER`), each with two slots.
     public var imageCount: Int = 1
     /// Size of every image slot in bytes; larger uploads fail with IMG err 30.
@@ -255,7 +257,7 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
             break
         case .mps2Recovery, .mps2App, .qemuCortexM0:
             // The apps are the shared signed images: version 0.0.0, no max_image_size in slot info.
-            configuration.appVersion = SimulatorImageVersion(0, 0, 0)
+            configuration.appVersion = McuMgrImageVersion(major: 0, minor: 0, revision: 0)
             configuration.slotInfoMaxImageSize = false
             configuration.imageCheck = false
             configuration.statisticsGroups =

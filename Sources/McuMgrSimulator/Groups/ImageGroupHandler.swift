@@ -26,7 +26,7 @@ extension DeviceState {
                 var entries: [CBORMapEntry] = []
                 if images.imageCount > 1 { entries.append("image", .unsigned(UInt64(image))) }
                 entries.append("slot", .unsigned(UInt64(slot)))
-                entries.append("version", .text(content.info.version.description))
+                entries.append("version", .text(content.info.version.imageListText))
                 entries.append("hash", .bytes(content.info.hash))
                 entries.append("bootable", .bool(content.info.bootable))
                 entries.append("pending", .bool(f.pending))
@@ -94,8 +94,8 @@ extension DeviceState {
             }
             guard length <= images.slotSize else { throw fail(30) }  // INVALID_IMAGE_TOO_LARGE
             if upgrade, let running = images.slot(image, images.activeSlot(of: image))?.info.version {
-                let new = SimulatorImageVersion(data[20], data[21], UInt16(data[22]) | UInt16(data[23]) << 8)
-                if !(running < new) { throw fail(27) }  // CURRENT_VERSION_IS_NEWER
+                let new = McuMgrImageVersion(major: data[20], minor: data[21], revision: UInt16(data[22]) | UInt16(data[23]) << 8)
+                if !running.isOlderIgnoringBuild(than: new) { throw fail(27) }  // CURRENT_VERSION_IS_NEWER
             }
             guard data.count <= length else { throw fail(31) }  // INVALID_IMAGE_DATA_OVERRUN
             // Image check (CONFIG_IMG_ENABLE_IMAGE_CHECK): the slot already holds exactly this file.

@@ -92,7 +92,7 @@ struct ImageBank: Sendable {
             if configuration.bootloader.mode == .firmwareLoader && index == 0 {
                 // The firmware loader image lives in slot 1.
                 let loader = Self.initialImage(
-                    version: SimulatorImageVersion(1, 0, 0), seed: 0x4C4F_4144, size: configuration.initialImageBodySize / 2)
+                    version: McuMgrImageVersion(major: 1, minor: 0, revision: 0), seed: 0x4C4F_4144, size: configuration.initialImageBodySize / 2)
                 pair.slots[1] = Slot(
                     image: SlotImage(bytes: loader, info: try! SimulatedMCUbootImage.parse(loader, verifyHash: true)),
                     trailer: .confirmed)
@@ -101,7 +101,7 @@ struct ImageBank: Sendable {
         }
     }
 
-    private static func initialImage(version: SimulatorImageVersion, seed: UInt32, size: Int) -> [UInt8] {
+    private static func initialImage(version: McuMgrImageVersion, seed: UInt32, size: Int) -> [UInt8] {
         var body: [UInt8] = []
         body.reserveCapacity(size)
         var x = seed
@@ -170,7 +170,7 @@ struct ImageBank: Sendable {
             case .revert: return (other, .revert)
             }
         case .directXIP, .ramLoad:
-            if let a = pair.slots[active].image, let o = pair.slots[other].image, a.info.version < o.info.version {
+            if let a = pair.slots[active].image, let o = pair.slots[other].image, a.info.version.isOlderIgnoringBuild(than: o.info.version) {
                 return (other, .normal)
             }
             return (active, .normal)
@@ -180,7 +180,7 @@ struct ImageBank: Sendable {
             let otherState = directXIPState(pair.slots[other].trailer)
             if activeState == .revert { return (other, .revert) }
             if otherState == .unset { return (active, activeState == .once ? .test : .normal) }
-            if a.info.version < o.info.version {
+            if a.info.version.isOlderIgnoringBuild(than: o.info.version) {
                 if otherState == .forever { return (other, .normal) }
                 if otherState == .once { return (other, .test) }
             }
@@ -360,7 +360,7 @@ struct ImageBank: Sendable {
         while true {
             var candidate: Int?
             for slot in available {
-                if let c = candidate, !(self.slot(index, c)!.info.version < self.slot(index, slot)!.info.version) {
+                if let c = candidate, !self.slot(index, c)!.info.version.isOlderIgnoringBuild(than: self.slot(index, slot)!.info.version) {
                     continue
                 }
                 candidate = slot

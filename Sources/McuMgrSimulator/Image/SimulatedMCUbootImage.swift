@@ -25,13 +25,12 @@ public enum SimulatedMCUbootImage {
     /// - Parameters:
     ///   - headerSize: `ih_hdr_size`, at least 32; the header is padded with zeros up to it.
     public static func build(
-        version: SimulatorImageVersion, body: [UInt8], headerSize: Int = 32, flags: UInt32 = 0,
+        version: McuMgrImageVersion, body: [UInt8], headerSize: Int = 32, flags: UInt32 = 0,
         loadAddress: UInt32 = 0
     ) -> [UInt8] {
         precondition(headerSize >= 32 && headerSize <= 0xFFFF, "header size must be 32...65535")
         let builder = McuMgrImageBuilder(
-            version: McuMgrImageVersion(
-                major: version.major, minor: version.minor, revision: version.revision, build: version.build),
+            version: version,
             headerSize: headerSize, headerPadding: 0, loadAddress: loadAddress, flags: McuMgrImageFlags(rawValue: flags))
         // The builder only throws for sizes out of range, which the precondition above rules out.
         return [UInt8](try! builder.build(body: Data(body)))
@@ -44,7 +43,7 @@ public enum SimulatedMCUbootImage {
 
     /// What the device knows about a valid image.
     struct Info: Sendable, Hashable {
-        var version: SimulatorImageVersion
+        var version: McuMgrImageVersion
         var hash: [UInt8]
         var flags: UInt32
         /// `ih_load_addr`.
@@ -68,7 +67,7 @@ public enum SimulatedMCUbootImage {
         let protectedSize = Int(le(10, 2))
         let bodySize = Int(le(12, 4))
         let flags = le(16, 4)
-        let version = SimulatorImageVersion(bytes[20], bytes[21], UInt16(le(22, 2)), build: le(24, 4))
+        let version = McuMgrImageVersion(major: bytes[20], minor: bytes[21], revision: UInt16(le(22, 2)), build: le(24, 4))
         guard headerSize >= 32 else { throw ImageParseFailure(rc: 22) }
         var position = headerSize + bodySize
         let hashedEnd = position + protectedSize

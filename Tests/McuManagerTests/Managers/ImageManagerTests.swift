@@ -5,7 +5,7 @@ import McuMgrSimulator
 import Testing
 
 @Suite struct ImageManagerTests {
-    static func image(kib: Int = 300, version: SimulatorImageVersion = SimulatorImageVersion(2, 1, 0)) -> [UInt8] {
+    static func image(kib: Int = 300, version: McuMgrImageVersion = McuMgrImageVersion(major: 2, minor: 1, revision: 0)) -> [UInt8] {
         SimulatedMCUbootImage.build(version: version, body: managerTestBytes(kib * 1024 - 72))
     }
 

@@ -32,7 +32,7 @@ struct SerialRecoveryEraseTests {
 
     @Test func aChunkThatReachesANewSectorErasesItBeforeItIsAnswered() throws {
         let device = try Self.recoveryDevice()
-        let image = T.makeImage(SimulatorImageVersion(2, 0, 0), bodySize: 9000)
+        let image = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0), bodySize: 9000)
         // 900-byte chunks: 3600..<4500 reaches the second 4 KiB sector.
         var (answers, busy) = device.responsesAndBusyTime(to: Self.chunk(image, 0, 900))
         #expect(try Self.answer(answers[0])["off"]?.int == 900)
@@ -81,7 +81,7 @@ struct SerialRecoveryEraseTests {
     /// decode: rc 3, with the copy's sequence number. The rest of the next request is discarded.
     @Test func aCopySentDuringAnEraseIsCutShortAndAnsweredRC3() throws {
         let device = try Self.recoveryDevice()
-        let image = T.makeImage(SimulatorImageVersion(2, 0, 0), bodySize: 9000)
+        let image = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0), bodySize: 9000)
         var input = RecoveryRawInput(bufferSize: 1024, busyCapacity: 896)
         let first = Self.chunk(image, 0, 900, sequence: 1)
         let packets = input.receive(first, now: .zero, busyUntil: nil)

@@ -69,7 +69,7 @@ struct SimulatedBootloaderModeTests {
     @Test(arguments: [SimulatedBootloader.Mode.swapUsingScratch, .swapUsingMove, .swapUsingOffset])
     func swapTestRevertAndPermanent(_ mode: SimulatedBootloader.Mode) throws {
         let device = Self.device(mode) { $0.swapTime = .seconds(3); $0.bootTime = .milliseconds(100) }
-        let new = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let new = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try T.upload(new, to: device)
         #expect(try Self.summary(device) == ["0 1.0.0 bootable,confirmed,active", "1 2.0.0 bootable"])
         #expect(try Self.setState(device, new, confirm: false).isSuccess)
@@ -103,7 +103,7 @@ struct SimulatedBootloaderModeTests {
 
     @Test func confirmWhileTestingKeepsTheNewImage() throws {
         let device = Self.device(.swapUsingMove)
-        let new = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let new = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try T.upload(new, to: device)
         _ = try Self.setState(device, new, confirm: false)
         try Self.reset(device)
@@ -111,16 +111,16 @@ struct SimulatedBootloaderModeTests {
         #expect(try Self.setState(device, nil, confirm: true).isSuccess)
         #expect(try Self.summary(device) == ["0 2.0.0 bootable,confirmed,active", "1 1.0.0 bootable"])
         // While the revert was due, the old image could not be overwritten; now it can.
-        try T.upload(T.makeImage(SimulatorImageVersion(3, 0, 0)), to: device)
+        try T.upload(T.makeImage(McuMgrImageVersion(major: 3, minor: 0, revision: 0)), to: device)
     }
 
     @Test func uploadIsRefusedWhileARevertIsDue() throws {
         let device = Self.device(.swapUsingScratch)
-        let new = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let new = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try T.upload(new, to: device)
         _ = try Self.setState(device, new, confirm: false)
         try Self.reset(device)
-        let other = T.makeImage(SimulatorImageVersion(3, 0, 0))
+        let other = T.makeImage(McuMgrImageVersion(major: 3, minor: 0, revision: 0))
         let answer = try exchange(
             device, .write, group: .image, command: 1,
             body: ["off": 0, "len": .unsigned(UInt64(other.count)), "data": .bytes(Array(other[0..<500]))])
@@ -134,7 +134,7 @@ struct SimulatedBootloaderModeTests {
         let device = Self.device(.overwriteOnly) { $0.swapTime = .seconds(1) }
         let collector = ResetEventBox()
         device.setResetObserver { collector.add($0) }
-        let new = T.makeImage(SimulatorImageVersion(2, 1, 0))
+        let new = T.makeImage(McuMgrImageVersion(major: 2, minor: 1, revision: 0))
         try T.upload(new, to: device)
         #expect(try Self.setState(device, new, confirm: confirm).isSuccess)
         try Self.reset(device)
@@ -151,7 +151,7 @@ struct SimulatedBootloaderModeTests {
         let device = Self.device(.directXIP) { $0.swapTime = .seconds(5) }
         let collector = ResetEventBox()
         device.setResetObserver { collector.add($0) }
-        let new = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let new = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try T.upload(new, to: device)
         #expect(try Self.summary(device) == ["0 1.0.0 bootable,confirmed,active", "1 2.0.0 bootable,pending,permanent"])
         #expect(try Self.setState(device, new, confirm: false).rc == 8)
@@ -160,7 +160,7 @@ struct SimulatedBootloaderModeTests {
         #expect(try Self.summary(device) == ["0 1.0.0 bootable", "1 2.0.0 bootable,confirmed,active"])
         #expect(collector.events.last?.swapped == false)  // no swap time in place
         // The next upload goes to the now inactive slot 0; a lower version does not boot.
-        let older = T.makeImage(SimulatorImageVersion(1, 5, 0), seed: 9)
+        let older = T.makeImage(McuMgrImageVersion(major: 1, minor: 5, revision: 0), seed: 9)
         try T.upload(older, to: device)
         #expect(try Self.summary(device) == ["0 1.5.0 bootable", "1 2.0.0 bootable,confirmed,active"])
         try Self.reset(device)
@@ -177,7 +177,7 @@ struct SimulatedBootloaderModeTests {
         let body = pseudoRandomBytes(3000, seed: 5)
         func build(slot: Int) -> [UInt8] {
             SimulatedMCUbootImage.build(
-                version: SimulatorImageVersion(3, 0, 0), body: body, flags: SimulatedMCUbootImage.romFixedFlag,
+                version: McuMgrImageVersion(major: 3, minor: 0, revision: 0), body: body, flags: SimulatedMCUbootImage.romFixedFlag,
                 loadAddress: configuration.slotAddress(image: 0, slot: slot))
         }
         // The build for slot 0 uploaded to slot 1 never boots.
@@ -192,7 +192,7 @@ struct SimulatedBootloaderModeTests {
 
     @Test func directXIPWithRevert() throws {
         let device = Self.device(.directXIPWithRevert)
-        let v2 = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let v2 = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         // Uploaded but not marked: MCUboot erases it at boot and keeps the old one.
         try T.upload(v2, to: device)
         #expect(try Self.summary(device) == ["0 1.0.0 bootable,confirmed,active", "1 2.0.0 bootable"])
@@ -215,7 +215,7 @@ struct SimulatedBootloaderModeTests {
         try Self.reset(device)
         #expect(try Self.summary(device) == ["0 1.0.0 bootable", "1 2.0.0 bootable,confirmed,active"])
         // Confirm right away (permanent) from slot 1 to a v3 in slot 0.
-        let v3 = T.makeImage(SimulatorImageVersion(3, 0, 0))
+        let v3 = T.makeImage(McuMgrImageVersion(major: 3, minor: 0, revision: 0))
         try T.upload(v3, to: device)
         #expect(try Self.setState(device, v3, confirm: true).isSuccess)
         #expect(try Self.summary(device) == ["0 3.0.0 bootable,pending,permanent", "1 2.0.0 bootable,confirmed,active"])
@@ -228,7 +228,7 @@ struct SimulatedBootloaderModeTests {
 
     @Test func ramLoadBootsTheHigherVersion() throws {
         let device = Self.device(.ramLoad)
-        let v2 = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let v2 = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try T.upload(v2, to: device)
         #expect(try Self.summary(device) == ["0 1.0.0 bootable,confirmed,active", "1 2.0.0 bootable,pending,permanent"])
         // Confirm is accepted (nothing to do: it boots next anyway); test is "already pending".
@@ -243,7 +243,7 @@ struct SimulatedBootloaderModeTests {
     @Test func firmwareLoaderWritesTheApplicationSlot() throws {
         let device = Self.device(.firmwareLoader)
         #expect(try Self.summary(device) == ["0 1.0.0 bootable,confirmed,active", "1 1.0.0 bootable"])
-        let v2 = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let v2 = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         // The application cannot write its own slot.
         let refused = try exchange(
             device, .write, group: .image, command: 1,
@@ -273,7 +273,7 @@ struct SimulatedBootloaderModeTests {
         let list = try T.list(device)
         #expect(list.count == 1 && list[0]["version"]?.string == "1.0.0" && list[0]["active"] == nil)
         // Upload: rc in every answer; sha ignored, so off 0 always restarts.
-        let v2 = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let v2 = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         func chunk(_ offset: Int, _ count: Int) throws -> SimResponse {
             var body: [CBORMapEntry] = .entries([
                 "off": .unsigned(UInt64(offset)), "data": .bytes(Array(v2[offset..<min(offset + count, v2.count)])),
@@ -302,7 +302,7 @@ struct SimulatedBootloaderModeTests {
     @Test func serialRecoveryStaysWhenThePrimarySlotIsBroken() throws {
         let device = Self.device(.swapUsingScratch)
         try Self.reset(device, bootMode: 1)
-        let v2 = T.makeImage(SimulatorImageVersion(2, 0, 0))
+        let v2 = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         // Interrupted upload: the primary slot is erased and incomplete.
         _ = try exchange(
             device, .write, group: .image, command: 1,
@@ -319,8 +319,8 @@ struct SimulatedBootloaderModeTests {
         let device = Self.device(.swapUsingScratch, images: 2)
         #expect(
             try Self.summary(device) == ["0/0 1.0.0 bootable,confirmed,active", "1/0 1.0.0 bootable,confirmed,active"])
-        let app = T.makeImage(SimulatorImageVersion(2, 0, 0))
-        let net = T.makeImage(SimulatorImageVersion(2, 0, 1), seed: 3)
+        let app = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
+        let net = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 1), seed: 3)
         try T.upload(app, to: device, imageNumber: 0)
         try T.upload(net, to: device, imageNumber: 1)
         #expect(try Self.setState(device, app, confirm: true).isSuccess)
@@ -344,7 +344,7 @@ struct SimulatedBootloaderModeTests {
 
     @Test func uploadResumesWithTheSameShaAndRestartsAfterAReset() throws {
         let device = Self.device(.swapUsingScratch)
-        let v2 = T.makeImage(SimulatorImageVersion(2, 0, 0), bodySize: 20_000)
+        let v2 = T.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0), bodySize: 20_000)
         let sha = Array(SHA256.hash(data: v2))
         func first(sha: [UInt8]?) throws -> SimResponse {
             var body: [CBORMapEntry] = .entries([

@@ -8,7 +8,7 @@ struct SimulatedDeviceFuzzTests {
     /// Valid-looking requests for every group, to mutate.
     static let seeds: [[UInt8]] = {
         var seeds: [[UInt8]] = []
-        let image = SimulatedMCUbootImage.build(version: SimulatorImageVersion(2, 0, 0), body: pseudoRandomBytes(300, seed: 5))
+        let image = SimulatedMCUbootImage.build(version: McuMgrImageVersion(major: 2, minor: 0, revision: 0), body: pseudoRandomBytes(300, seed: 5))
         let requests: [(SMPOperation, McuMgrGroup, UInt8, CBOR)] = [
             (.write, .os, 0, ["d": "hello"]),
             (.read, .os, 2, [:]), (.read, .os, 4, [:]), (.write, .os, 4, ["datetime": "2024-01-01T00:00:00"]),

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Simulated device: image group")
 struct SimulatedImageGroupTests {
-    static func makeImage(_ version: SimulatorImageVersion, bodySize: Int = 5000, seed: UInt64 = 1) -> [UInt8] {
+    static func makeImage(_ version: McuMgrImageVersion, bodySize: Int = 5000, seed: UInt64 = 1) -> [UInt8] {
         SimulatedMCUbootImage.build(version: version, body: pseudoRandomBytes(bodySize, seed: seed))
     }
 
@@ -64,7 +64,7 @@ struct SimulatedImageGroupTests {
 
     @Test func uploadStoresImageInSecondarySlotWithMatch() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(2, 1, 3, build: 7))
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 1, revision: 3, build: 7))
         let last = try Self.upload(image, to: device)
         #expect(last["off"]?.int == image.count)
         #expect(last["match"] == true)
@@ -78,7 +78,7 @@ struct SimulatedImageGroupTests {
 
     @Test func matchIsFalseForWrongShaAndAbsentWithoutSha() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0), bodySize: 1000)
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0), bodySize: 1000)
         #expect(try Self.upload(image, to: device, sha: Array(repeating: 0xAB, count: 32))["match"] == false)
         let other = SimulatedDevice()
         let response = try exchange(other, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(image.count)), "data": .bytes(image)])
@@ -88,7 +88,7 @@ struct SimulatedImageGroupTests {
 
     @Test func firstChunkRules() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         let first = Array(image[0..<100])
         func send(_ body: CBOR) throws -> SimResponse { try exchange(device, .write, group: .image, command: 1, body: body) }
         #expect(try send(["data": .bytes(first), "len": 5000]).errRC == 20)
@@ -107,7 +107,7 @@ struct SimulatedImageGroupTests {
 
     @Test func resumeWrongOffsetAndOverrun() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0), bodySize: 2500)
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0), bodySize: 2500)
         let sha = Array(SHA256.hash(data: image))
         func send(_ body: CBOR) throws -> SimResponse { try exchange(device, .write, group: .image, command: 1, body: body) }
         let length = CBOR.unsigned(UInt64(image.count))
@@ -139,28 +139,28 @@ struct SimulatedImageGroupTests {
 
     @Test func completedUploadMustHaveValidTLVs() throws {
         let device = SimulatedDevice()
-        var corrupt = Self.makeImage(SimulatorImageVersion(2, 0, 0), bodySize: 1000)
+        var corrupt = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0), bodySize: 1000)
         corrupt[100] ^= 0x01
         let response = try exchange(device, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(corrupt.count)), "data": .bytes(corrupt)])
         #expect(response.errRC == 24)
         #expect(try Self.list(device).count == 1)
 
-        let good = Self.makeImage(SimulatorImageVersion(2, 0, 0), bodySize: 1000)
+        let good = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0), bodySize: 1000)
         let noTLV = Array(good[0..<(32 + 1000)])
         #expect(try exchange(device, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(noTLV.count)), "data": .bytes(noTLV)]).errRC == 4)
     }
 
     @Test func upgradeRefusesSameOrOlderVersion() throws {
         let device = SimulatedDevice()
-        let same = Self.makeImage(SimulatorImageVersion(1, 0, 0), bodySize: 1000)
+        let same = Self.makeImage(McuMgrImageVersion(major: 1, minor: 0, revision: 0), bodySize: 1000)
         #expect(try exchange(device, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(same.count)), "data": .bytes(same), "upgrade": true]).errRC == 27)
-        let newer = Self.makeImage(SimulatorImageVersion(1, 0, 1), bodySize: 1000)
+        let newer = Self.makeImage(McuMgrImageVersion(major: 1, minor: 0, revision: 1), bodySize: 1000)
         #expect(try exchange(device, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(newer.count)), "data": .bytes(newer), "upgrade": true]).isSuccess)
     }
 
     @Test func testResetRunsUnconfirmedThenRevertsOnNextReset() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try Self.upload(image, to: device)
         let newHash = try #require(SimulatedMCUbootImage.imageHash(of: image))
         let oldHash = try #require(device.imageSlots.first?.hash)
@@ -172,7 +172,7 @@ struct SimulatedImageGroupTests {
         // Uploading to the pending slot is refused; confirming the running image too. (Erasing it is
         // allowed by Zephyr's default, see eraseRules.)
         #expect(try exchange(device, .write, group: .image, command: 0, body: ["confirm": true]).errRC == 28)
-        let other = Self.makeImage(SimulatorImageVersion(3, 0, 0))
+        let other = Self.makeImage(McuMgrImageVersion(major: 3, minor: 0, revision: 0))
         #expect(try exchange(device, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(other.count)), "data": .bytes(Array(other[0..<100]))]).errRC == 9)
 
         #expect(try exchange(device, .write, group: .os, command: 5).isSuccess)
@@ -197,7 +197,7 @@ struct SimulatedImageGroupTests {
 
     @Test func testResetConfirmKeepsNewImage() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try Self.upload(image, to: device)
         let newHash = try #require(SimulatedMCUbootImage.imageHash(of: image))
         #expect(try exchange(device, .write, group: .image, command: 0, body: ["hash": .bytes(newHash)]).isSuccess)
@@ -215,7 +215,7 @@ struct SimulatedImageGroupTests {
 
     @Test func confirmWithHashSwapsPermanently() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(3, 0, 0))
+        let image = Self.makeImage(McuMgrImageVersion(major: 3, minor: 0, revision: 0))
         try Self.upload(image, to: device)
         let hash = try #require(SimulatedMCUbootImage.imageHash(of: image))
         let response = try exchange(device, .write, group: .image, command: 0, body: ["hash": .bytes(hash), "confirm": true])
@@ -250,7 +250,7 @@ struct SimulatedImageGroupTests {
         #expect(try exchange(device, .write, group: .image, command: 5, body: ["slot": 0], version: .v1).rc == 6)
         // Empty slot: fine.
         #expect(try exchange(device, .write, group: .image, command: 5).isSuccess)
-        try Self.upload(Self.makeImage(SimulatorImageVersion(2, 0, 0)), to: device)
+        try Self.upload(Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0)), to: device)
         #expect(try Self.list(device).count == 2)
         #expect(try exchange(device, .write, group: .image, command: 5, body: ["slot": 1]).isSuccess)
         #expect(try Self.list(device).count == 1)
@@ -265,7 +265,7 @@ struct SimulatedImageGroupTests {
         configuration.allowErasePending = allowed
         for confirm in [false, true] {
             let device = SimulatedDevice(configuration: configuration)
-            let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+            let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
             try Self.upload(image, to: device)
             let hash = try #require(SimulatedMCUbootImage.imageHash(of: image))
             #expect(try exchange(device, .write, group: .image, command: 0, body: ["hash": .bytes(hash), "confirm": .bool(confirm)]).isSuccess)
@@ -279,7 +279,7 @@ struct SimulatedImageGroupTests {
         }
         // After a test boot the old image is the revert slot: never erasable.
         let device = SimulatedDevice(configuration: configuration)
-        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try Self.upload(image, to: device)
         let hash = try #require(SimulatedMCUbootImage.imageHash(of: image))
         #expect(try exchange(device, .write, group: .image, command: 0, body: ["hash": .bytes(hash)]).isSuccess)
@@ -289,7 +289,7 @@ struct SimulatedImageGroupTests {
 
     @Test func eraseAbortsUploadSession() throws {
         let device = SimulatedDevice()
-        let image = Self.makeImage(SimulatorImageVersion(2, 0, 0))
+        let image = Self.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         _ = try exchange(device, .write, group: .image, command: 1, body: ["off": 0, "len": .unsigned(UInt64(image.count)), "data": .bytes(Array(image[0..<1000]))])
         #expect(try exchange(device, .write, group: .image, command: 5).isSuccess)
         #expect(try exchange(device, .write, group: .image, command: 1, body: ["off": 1000, "data": .bytes(Array(image[1000..<2000]))])["off"]?.int == 0)
@@ -305,7 +305,7 @@ struct SimulatedImageGroupTests {
         #expect(Self.flags(list[0]) == "bootable,confirmed,active")
         // Current Zephyr reports every image's running slot as active (img_mgmt_state_read).
         #expect(Self.flags(list[1]) == "bootable,confirmed,active")
-        let image = Self.makeImage(SimulatorImageVersion(5, 0, 0))
+        let image = Self.makeImage(McuMgrImageVersion(major: 5, minor: 0, revision: 0))
         try Self.upload(image, to: device, imageNumber: 1)
         list = try Self.list(device)
         #expect(list.count == 3)
@@ -328,9 +328,9 @@ struct SimulatedImageGroupTests {
     }
 
     @Test func imageBuilderRoundTrips() throws {
-        let image = SimulatedMCUbootImage.build(version: SimulatorImageVersion(1, 2, 3, build: 4), body: [1, 2, 3], headerSize: 0x200)
+        let image = SimulatedMCUbootImage.build(version: McuMgrImageVersion(major: 1, minor: 2, revision: 3, build: 4), body: [1, 2, 3], headerSize: 0x200)
         let info = try SimulatedMCUbootImage.parse(image, verifyHash: true)
-        #expect(info.version == SimulatorImageVersion(1, 2, 3, build: 4))
+        #expect(info.version == McuMgrImageVersion(major: 1, minor: 2, revision: 3, build: 4))
         #expect(info.hash == Array(SHA256.hash(data: image[0..<(0x200 + 3)])))
     }
 }

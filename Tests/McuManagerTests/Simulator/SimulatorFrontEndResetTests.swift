@@ -104,7 +104,7 @@ struct SimulatorFrontEndResetTests {
         configuration.swapTime = .seconds(3)
         let device = SimulatedDevice(configuration: configuration)
         // Something to swap: upload and test a new image.
-        let image = SimulatedImageGroupTests.makeImage(SimulatorImageVersion(2, 0, 0))
+        let image = SimulatedImageGroupTests.makeImage(McuMgrImageVersion(major: 2, minor: 0, revision: 0))
         try SimulatedImageGroupTests.upload(image, to: device)
         _ = try SimulatedBootloaderModeTests.setState(device, image, confirm: false)
         let frontEnd = UDPFrontEnd(device: device, host: "127.0.0.1", port: 0)

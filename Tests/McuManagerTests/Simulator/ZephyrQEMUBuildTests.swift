@@ -22,7 +22,7 @@ struct ZephyrQEMUBuildTests {
         #expect(try exchange(device, .write, group: .os, command: 1, body: ["echo": false]).rc == 0)
         #expect(try exchange(device, .read, group: .enumeration, command: 0).rc == 8)
         // An upload chunk answers rc first, then off.
-        let image = SimulatedMCUbootImage.build(version: SimulatorImageVersion(1, 2, 3), body: Array(repeating: 7, count: 300))
+        let image = SimulatedMCUbootImage.build(version: McuMgrImageVersion(major: 1, minor: 2, revision: 3), body: Array(repeating: 7, count: 300))
         let first = try exchange(
             device, .write, group: .image, command: 1,
             body: .map(.entries(["off": 0, "len": .unsigned(UInt64(image.count)), "data": .bytes(Array(image.prefix(100)))])))
@@ -67,7 +67,7 @@ struct ZephyrQEMUBuildTests {
             "images": [["image": 0, "slots": [["slot": 0, "size": 0x1A000], ["slot": 1, "size": 0x1A000, "upload_image_id": 0]]]]
         ])
         // A single-image build ignores the upload's image number; too large is IMG err 30.
-        let image = SimulatedMCUbootImage.build(version: SimulatorImageVersion(2, 0, 0), body: Array(repeating: 1, count: 200))
+        let image = SimulatedMCUbootImage.build(version: McuMgrImageVersion(major: 2, minor: 0, revision: 0), body: Array(repeating: 1, count: 200))
         let chunk: [CBORMapEntry] = .entries(["off": 0, "data": .bytes(Array(image.prefix(64)))])
         let other = try exchange(device, .write, group: .image, command: 1, body: .map(chunk + .entries(["image": 2, "len": .unsigned(UInt64(image.count))])))
         #expect(other["off"]?.int == 64)

@@ -35,6 +35,19 @@ public struct McuMgrImageVersion: Sendable, Hashable, Comparable, CustomStringCo
         return build == 0 ? base : "\(base)+\(build)"
     }
 
+    /// `major.minor.revision`, plus `.build` only when the build number is not 0: how Zephyr's image
+    /// group writes the `version` of an image list entry ("1.2.3.4").
+    public var imageListText: String {
+        "\(major).\(minor).\(revision)" + (build != 0 ? ".\(build)" : "")
+    }
+
+    /// Whether this version is older than `other` by major, minor and revision alone: how MCUboot and
+    /// Zephyr's image group compare versions unless built to use the build number
+    /// (`MCUBOOT_VERSION_CMP_USE_BUILD_NUMBER`, `CONFIG_MCUMGR_GRP_IMG_VERSION_CMP_USE_BUILD_NUMBER`).
+    public func isOlderIgnoringBuild(than other: Self) -> Bool {
+        (major, minor, revision) < (other.major, other.minor, other.revision)
+    }
+
     /// Compares major, minor, revision, then build (MCUboot's order when it compares build numbers).
     public static func < (lhs: Self, rhs: Self) -> Bool {
         (lhs.major, lhs.minor, lhs.revision, lhs.build) < (rhs.major, rhs.minor, rhs.revision, rhs.build)
