@@ -16,6 +16,7 @@
 @_exported import struct McuMgrCore.BootloaderMode
 @_exported import enum McuMgrCore.FirmwareUpgradeState
 @_exported import struct McuMgrCore.FirmwareUpgradeSummary
+@_exported import struct McuMgrCore.FirmwareUpgradeImage
 
 // Requests and answers: the numbers every request names (custom groups define their own), the device's
 // return codes and group errors in `McuMgrError`, the packets `McuMgrClient` and upload targets read.
@@ -30,6 +31,7 @@
 @_exported import struct McuMgrCore.SMPHeader
 @_exported import enum McuMgrCore.CBOR
 @_exported import struct McuMgrCore.CBORMapEntry
+@_exported import struct McuMgrCore.McuMgrImageStateResponse
 
 // Images: the MCUboot version of an image header (also what the simulator builds images with).
 @_exported import struct McuMgrCore.McuMgrImageVersion

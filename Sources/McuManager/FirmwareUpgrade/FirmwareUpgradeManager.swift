@@ -238,8 +238,7 @@ public actor FirmwareUpgradeManager {
     }
 
     private func drive(_ run: inout Run, stream: AsyncStream<Input>) async throws -> FirmwareUpgradeResult {
-        let machineImages = run.images.map(Self.machineImage)
-        var machine = FirmwareUpgradeStateMachine(images: machineImages, configuration: run.configuration)
+        var machine = FirmwareUpgradeStateMachine(images: run.images, configuration: run.configuration)
         state = .none
         emit(.started(images: run.images, configuration: run.configuration))
         log(.info, "upgrading with \(run.images.count) file(s) in \(run.configuration.upgradeMode) mode: "
@@ -317,7 +316,7 @@ public actor FirmwareUpgradeManager {
                     + (slot.active ? " active" : "") + (slot.confirmed ? " confirmed" : "")
                     + (slot.pending ? " pending" : "") + (slot.permanent ? " permanent" : ""))
             }
-            return machine.imageListReceived(list.images.map(Self.deviceSlot))
+            return machine.imageListReceived(list.images)
         case .imageList(.failure(let error)) where error.kind == .device && error.returnCode == .notSupported:
             // No image group: a single-application MCUboot's application has none (the machine decides).
             log(.debug, "the image list is not supported here (\(error.message))")
@@ -331,7 +330,7 @@ public actor FirmwareUpgradeManager {
             return failed(error, &run, machine: &machine, now: now)
         case .stateWrite(.success(let list)):
             run.lastImageList = list
-            return machine.stateWriteSucceeded(list.images.map(Self.deviceSlot))
+            return machine.stateWriteSucceeded(list.images)
         case .stateWrite(.failure(let error)):
             return failed(error, &run, machine: &machine, now: now)
         case .eraseSettings(.success):
@@ -572,8 +571,7 @@ public actor FirmwareUpgradeManager {
         }
     }
 
-    private func startUpload(_ images: [FirmwareUpgradeImage], depth: Int, bufferSize: Int?, serialRecovery: Bool, _ run: inout Run) {
-        let files = images.compactMap { image in run.images.first { Self.machineImage($0) == image } }
+    private func startUpload(_ files: [McuMgrPackage.Image], depth: Int, bufferSize: Int?, serialRecovery: Bool, _ run: inout Run) {
         var configuration = UploadConfiguration(
             pipelineDepth: depth, byteAlignment: run.configuration.byteAlignment,
             firstChunkTimeout: options.firstChunkTimeout, chunkTimeout: options.chunkTimeout)
@@ -678,24 +676,4 @@ public actor FirmwareUpgradeManager {
     }
 
     static func seconds(_ duration: Duration) -> String { String(cFormat: "%.1f s", duration.seconds) }
-
-    // MARK: - Conversions
-
-    static func machineImage(_ image: McuMgrPackage.Image) -> FirmwareUpgradeImage {
-        let type: FirmwareUpgradeImage.ContentType
-        switch image.contentType {
-        case .mcubootImage: type = .mcubootImage
-        case .suitEnvelope: type = .suitEnvelope
-        case .suitCache: type = .suitCache
-        }
-        return FirmwareUpgradeImage(
-            image: image.image, slot: image.slot, hash: Array(image.hash), size: image.size, contentType: type)
-    }
-
-    static func deviceSlot(_ slot: McuMgrImageStateResponse.ImageSlot) -> DeviceImageSlot {
-        DeviceImageSlot(
-            image: slot.image, slot: slot.slot, version: slot.version, hash: slot.hash.map(Array.init) ?? [],
-            active: slot.active, confirmed: slot.confirmed, pending: slot.pending, permanent: slot.permanent,
-            bootable: slot.bootable)
-    }
 }

@@ -219,7 +219,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     /// The image list arrived (answer to `requestImageList`).
-    public mutating func imageListReceived(_ slots: [DeviceImageSlot]) -> [Action] {
+    public mutating func imageListReceived(_ slots: [McuMgrImageStateResponse.ImageSlot]) -> [Action] {
         switch state {
         case .validate: validate(slots)
         case .verifying: verify(slots)
@@ -275,7 +275,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     /// A state write (test or confirm) succeeded; `slots` is the image list it returned.
-    public mutating func stateWriteSucceeded(_ slots: [DeviceImageSlot]) -> [Action] {
+    public mutating func stateWriteSucceeded(_ slots: [McuMgrImageStateResponse.ImageSlot]) -> [Action] {
         switch state {
         case .resolvingSecondary:
             go(.validate)
@@ -609,7 +609,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
     }
 
-    private mutating func validate(_ slots: [DeviceImageSlot]) {
+    private mutating func validate(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
         if singleApp, !serialRecovery, !slots.contains(where: \.active) {
             // Single-app given, and the device lists its slots without `active`: MCUboot's serial recovery
             // already answers (a reset from there would boot the application instead).
@@ -653,7 +653,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
                 skipped.append(number)
                 if !active.confirmed, wantsConfirm, flow.writes != .none {
-                    plan.append(Target(image: running, needsUpload: false, write: .confirm(running.hash), needsReset: false))
+                    plan.append(Target(image: running, needsUpload: false, write: .confirm(Array(running.hash)), needsReset: false))
                 }
                 continue
             }
@@ -707,10 +707,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                         return
                     }
                     resolutionsLeft -= 1
-                    if other.confirmed, let running = active, !running.hash.isEmpty {
+                    if other.confirmed, let runningHash = active?.hash, !runningHash.isEmpty {
                         // As ios-dm: confirm the running image so the confirmed secondary can be overwritten.
                         go(.resolvingSecondary)
-                        request(.confirmImage(hash: running.hash))
+                        request(.confirmImage(hash: Array(runningHash)))
                     } else if !configuration.performReset {
                         fail("image \(number): slot \(targetSlot) holds another image marked pending, and resets are off: "
                             + "reset the device (`smp os reset`) or erase the slot (`smp image erase`), then run the upgrade again")
@@ -778,18 +778,20 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// it started without a bootable image, lists nothing in slot 0 right after a recovery upload (entered
     /// from its application with boot_mode 1 it lists the new hash), and a reset boots the image all the
     /// same; the check then rests on the application answering after the reset.
-    private mutating func checkRecovery(_ slots: [DeviceImageSlot]) {
+    private mutating func checkRecovery(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
         var checked: [String] = []
         var unlisted: [Int] = []
         for target in targets where target.needsUpload {
             let number = target.image.image
-            guard let slot0 = slots.first(where: { $0.image == number && $0.slot == 0 }), !slot0.hash.isEmpty else {
+            guard let slot0 = slots.first(where: { $0.image == number && $0.slot == 0 }), let slot0Hash = slot0.hash,
+                !slot0Hash.isEmpty
+            else {
                 unlisted.append(number)
                 continue
             }
-            guard slot0.hash == target.image.hash else {
+            guard slot0Hash == target.image.hash else {
                 fail("after the upload MCUboot's serial recovery lists slot 0 of image \(number) with another hash "
-                    + "(\(Self.hex(slot0.hash))), not the uploaded one: the upload did not check out. Check the image is built "
+                    + "(\(Self.hex(slot0Hash))), not the uploaded one: the upload did not check out. Check the image is built "
                     + "and signed for this board, then run the upgrade again")
                 return
             }
@@ -809,10 +811,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         afterUpload()
     }
 
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
-    }
+    private static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.lowercaseHex }
 
     /// An application always flags the slot it runs from `active`; MCUboot's serial recovery lists its
     /// slots without that flag (an empty list when it holds no image, as the mps2 build without its
@@ -833,7 +832,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func initialWrite(for image: FirmwareUpgradeImage) -> Write? {
-        let hash = image.hash
+        let hash = Array(image.hash)
         switch (flow.writes, configuration.upgradeMode) {
         case (.none, _), (_, .uploadOnly): return nil
         case (.confirmOnly, _), (.asMode, .confirmOnly): return .confirm(hash)
@@ -915,7 +914,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
     }
 
-    private mutating func verify(_ slots: [DeviceImageSlot]) {
+    private mutating func verify(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
         if serialRecovery, !slots.contains(where: \.active), case .verifying(let deadline, _) = state {
             recoveryAnsweredAfterReset = true
             // Still (or again) in serial recovery: MCUboot has not booted the image yet, or refused it.
@@ -945,7 +944,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             }
             switch (flow.writes, configuration.upgradeMode) {
             case (.asMode, .testAndConfirm):
-                if !running.confirmed { toConfirm.append(target.image.hash) }
+                if !running.confirmed { toConfirm.append(Array(target.image.hash)) }
             case (.asMode, .testOnly):
                 if running.confirmed {
                     notes.append("image \(number) is already confirmed after the test boot (the application may confirm itself)")
@@ -998,7 +997,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     /// The slot an image runs from: the one flagged active; when none is (older Zephyr flags only the
     /// running application's image, so a network core's image has no active slot), its primary slot.
-    private static func runningSlot(in listed: [DeviceImageSlot]) -> DeviceImageSlot? {
+    private static func runningSlot(in listed: [McuMgrImageStateResponse.ImageSlot]) -> McuMgrImageStateResponse.ImageSlot? {
         listed.first { $0.active } ?? listed.first { $0.slot == 0 }
     }
 
@@ -1009,12 +1008,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
     }
 
-    private func find(_ hash: [UInt8], in slots: [DeviceImageSlot]) -> DeviceImageSlot? {
-        slots.first { $0.hash == hash }
+    private func find(_ hash: [UInt8], in slots: [McuMgrImageStateResponse.ImageSlot]) -> McuMgrImageStateResponse.ImageSlot? {
+        slots.first { $0.hash.map(Array.init) == hash }
     }
 
     private func imageNumber(_ hash: [UInt8]) -> Int {
-        images.first { $0.hash == hash }?.image ?? 0
+        images.first { Array($0.hash) == hash }?.image ?? 0
     }
 
     private mutating func request(_ action: Action) {

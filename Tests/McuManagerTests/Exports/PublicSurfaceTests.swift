@@ -45,6 +45,19 @@ private struct VendorPingResponse: Decodable, Sendable {
         #expect(SMPPacket(header: header, payload: []).header.group == .os)
     }
 
+    @Test func imageTypesAreInScope() {
+        let image = McuMgrPackage.Image(
+            image: 0, contentType: .mcubootImage, hash: Data([0xAB]), data: Data(count: 4), fileName: "app.bin")
+        let same: FirmwareUpgradeImage = image
+        #expect(same.size == 4 && same.hashHex == "ab")
+        let slot = McuMgrImageStateResponse.ImageSlot(slot: 1, version: "1.2.3", hash: nil, pending: true)
+        #expect(slot.absoluteSlot == 1 && slot.pending)
+        let version = McuMgrImageVersion(major: 1, minor: 2, revision: 3, build: 4)
+        #expect(version.description == "1.2.3+4" && version.imageListText == "1.2.3.4")
+        #expect(BootloaderMode.swapWithoutScratch.detailedName == "swap using move")
+        #expect(BootloaderMode.swapWithoutScratch.description == "swap without scratch (3)")
+    }
+
     @Test func theLoggerTypeIsInScope() {
         let entry = FirmwareUpgradeLogEntry(level: .info, message: "uploading")
         #expect(entry.level >= Logger.Level.debug)

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 import Testing
 
 @testable import McuMgrCore
@@ -26,7 +32,7 @@ import Testing
         log += d(m.resetSent(now: FW.t(20)))
         log += d(m.timerFired(now: FW.t(21)))
         log += d(m.reconnected())
-        let done = m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])
+        let done = m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])
         log += d(done)
         let summary = FW.summary(done)
         #expect(
@@ -74,7 +80,7 @@ import Testing
         _ = m.reconnected()
         _ = m.uploadFinished(image: 0)
         _ = FW.rebootAndReconnect(&m, at: 200)
-        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)]))
+        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)]))
         #expect(summary?.notes.contains { $0.contains("did not store the firmware loader's advertising name \"FL_0A1B2C\"") } == true)
     }
 
@@ -122,7 +128,7 @@ import Testing
 
     @Test func theImageAlreadyRunningNeedsNoLoader() {
         var m = Self.loaderMachine()
-        let done = m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])
+        let done = m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])
         #expect(!d(done).contains(.setFirmwareLoaderName("FL_0A1B2C")))
         #expect(FW.summary(done)?.skippedImages == [0])
     }

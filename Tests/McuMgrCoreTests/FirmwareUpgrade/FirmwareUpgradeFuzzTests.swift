@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import TestSupport
 import Testing
 
@@ -5,12 +10,12 @@ import Testing
 
 /// Random event sequences: the machine never traps, ends at most once, and stays silent after the end.
 @Suite struct FirmwareUpgradeFuzzTests {
-    static func randomList(_ rng: inout SplitMix64) -> [DeviceImageSlot] {
+    static func randomList(_ rng: inout SplitMix64) -> [FW.Slot] {
         let hashes = [FW.old, FW.new, FW.new1, FW.other]
         return (0..<Int.random(in: 0...4, using: &rng)).map { _ in
-            DeviceImageSlot(
+            FW.Slot(
                 image: Int.random(in: 0...1, using: &rng), slot: Int.random(in: 0...1, using: &rng),
-                hash: hashes.randomElement(using: &rng)!, active: .random(using: &rng),
+                hash: Data(hashes.randomElement(using: &rng)!), active: .random(using: &rng),
                 confirmed: .random(using: &rng), pending: .random(using: &rng), permanent: .random(using: &rng))
         }
     }
@@ -30,7 +35,7 @@ import Testing
             let images = [
                 [FW.image()], [FW.image(slot: 0, hash: FW.other), FW.image(slot: 1)],
                 [FW.image(0), FW.image(1, hash: FW.new1)],
-                [FirmwareUpgradeImage(image: 0, hash: FW.new, size: 9, contentType: .suitEnvelope)],
+                [FirmwareUpgradeImage(image: 0, contentType: .suitEnvelope, hash: Data(FW.new), data: Data(count: 9), fileName: "test.bin")],
             ].randomElement(using: &rng)!
             var config = FirmwareUpgradeConfiguration(
                 upgradeMode: modes.randomElement(using: &rng)!, estimatedSwapTime: .seconds(Int.random(in: 0...5, using: &rng)),
@@ -110,14 +115,14 @@ import Testing
                     case .requestParameters: queue += m.parametersReceived(bufferSize: 2048, bufferCount: 4)
                     case .requestBootloaderInfo: queue += m.bootloaderInfoReceived(name: "MCUboot", mode: bootloader)
                     case .requestImageList where inRecovery:
-                        queue += m.imageListReceived([DeviceImageSlot(slot: 0, hash: uploaded ? FW.new : FW.old, confirmed: true)])
+                        queue += m.imageListReceived([FW.Slot(slot: 0, hash: Data(uploaded ? FW.new : FW.old), confirmed: true)])
                     case .requestImageList where bootloader == .singleApplication:
                         // The single-application application has no image group.
                         queue += m.imageListUnsupported("NOT_SUPPORTED (8)", now: FW.t(now))
                     case .requestImageList:
                         let newSlot = bootloader.isDirectXIP || bootloader == .ramLoad ? 1 : 0
                         queue += m.imageListReceived(booted
-                            ? [DeviceImageSlot(slot: newSlot, hash: FW.new, active: true, confirmed: mode != .testOnly || !bootloader.supportsRevert)]
+                            ? [FW.Slot(slot: newSlot, hash: Data(FW.new), active: true, confirmed: mode != .testOnly || !bootloader.supportsRevert)]
                             : FW.runningOld())
                     case .upload(let list, _, _):
                         uploaded = true

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Testing
 
 @testable import McuMgrCore
@@ -12,7 +17,7 @@ import Testing
         var m = FW.machine(mode: .confirmOnly) { $0.performReset = false }
         _ = m.imageListReceived(FW.runningOld())
         #expect(d(m.uploadFinished(image: 0)) == [.confirmImage(hash: FW.new)])
-        let done = m.stateWriteSucceeded(FW.runningOld() + [.init(slot: 1, hash: FW.new, pending: true, permanent: true)])
+        let done = m.stateWriteSucceeded(FW.runningOld() + [.init(slot: 1, hash: Data(FW.new), pending: true, permanent: true)])
         let summary = FW.summary(done)
         #expect(summary?.didReset == false)
         #expect(summary?.notes.contains { $0.contains("next reset") } == true)
@@ -23,13 +28,13 @@ import Testing
         var m = FW.machine(mode: .testAndConfirm) { $0.performReset = false }
         _ = m.imageListReceived(FW.runningOld())
         #expect(d(m.uploadFinished(image: 0)) == [.testImage(hash: FW.new)])
-        let done = m.stateWriteSucceeded(FW.runningOld() + [.init(slot: 1, hash: FW.new, pending: true)])
+        let done = m.stateWriteSucceeded(FW.runningOld() + [.init(slot: 1, hash: Data(FW.new), pending: true)])
         #expect(FW.summary(done)?.didReset == false)
     }
 
     @Test func withoutResetAPendingSecondarySlotFailsInsteadOfResetting() {
         var m = FW.machine(mode: .confirmOnly) { $0.performReset = false }
-        let actions = m.imageListReceived(FW.runningOld() + [.init(slot: 1, hash: FW.other, pending: true)])
+        let actions = m.imageListReceived(FW.runningOld() + [.init(slot: 1, hash: Data(FW.other), pending: true)])
         #expect(FW.failure(actions)?.message.contains("resets are off") == true)
         #expect(!d(actions).contains(.reset(.normal)))
     }
@@ -71,7 +76,7 @@ import Testing
         let app = FW.image(0, hash: FW.new)
         let net = FW.image(1, hash: FW.new1)
         var m = FW.machine([app, net])
-        let before = FW.runningOld(image: 0) + [DeviceImageSlot(image: 1, slot: 0, hash: FW.old, confirmed: true)]
+        let before = FW.runningOld(image: 0) + [FW.Slot(image: 1, slot: 0, hash: Data(FW.old), confirmed: true)]
         #expect(d(m.imageListReceived(before)) == [.upload([app, net], pipelineDepth: 3, bufferSize: 2048)])
         _ = m.uploadFinished(image: 0)
         _ = m.uploadFinished(image: 1)
@@ -79,8 +84,8 @@ import Testing
         _ = m.stateWriteSucceeded([])
         _ = FW.rebootAndReconnect(&m)
         let after = FW.booted(FW.new, image: 0, confirmed: true) + [
-            DeviceImageSlot(image: 1, slot: 0, hash: FW.new1, confirmed: true),
-            DeviceImageSlot(image: 1, slot: 1, hash: FW.old),
+            FW.Slot(image: 1, slot: 0, hash: Data(FW.new1), confirmed: true),
+            FW.Slot(image: 1, slot: 1, hash: Data(FW.old)),
         ]
         let done = m.imageListReceived(after)
         #expect(FW.summary(done)?.uploadedImages == [0, 1])
@@ -90,15 +95,15 @@ import Testing
         let app = FW.image(0, hash: FW.new)
         let net = FW.image(1, hash: FW.new1)
         var m = FW.machine([app, net])
-        _ = m.imageListReceived(FW.runningOld(image: 0) + [DeviceImageSlot(image: 1, slot: 0, hash: FW.old, confirmed: true)])
+        _ = m.imageListReceived(FW.runningOld(image: 0) + [FW.Slot(image: 1, slot: 0, hash: Data(FW.old), confirmed: true)])
         _ = m.uploadFinished(image: 0)
         _ = m.uploadFinished(image: 1)
         _ = m.stateWriteSucceeded([])
         _ = m.stateWriteSucceeded([])
         _ = FW.rebootAndReconnect(&m)
         let after = FW.booted(FW.new, image: 0, confirmed: true) + [
-            DeviceImageSlot(image: 1, slot: 0, hash: FW.old, confirmed: true),
-            DeviceImageSlot(image: 1, slot: 1, hash: FW.new1),
+            FW.Slot(image: 1, slot: 0, hash: Data(FW.old), confirmed: true),
+            FW.Slot(image: 1, slot: 1, hash: Data(FW.new1)),
         ]
         let failure = FW.failure(m.imageListReceived(after))
         #expect(failure?.message.contains("image 1: the device booted the old image") == true)
@@ -107,7 +112,7 @@ import Testing
     @Test func anImageWithoutActiveSlotAlreadyInstalledIsSkipped() {
         let net = FW.image(1, hash: FW.new1)
         var m = FW.machine([net])
-        let list = FW.runningOld(image: 0) + [DeviceImageSlot(image: 1, slot: 0, hash: FW.new1, confirmed: true)]
+        let list = FW.runningOld(image: 0) + [FW.Slot(image: 1, slot: 0, hash: Data(FW.new1), confirmed: true)]
         let done = m.imageListReceived(list)
         #expect(FW.summary(done)?.skippedImages == [1])
     }
@@ -118,15 +123,15 @@ import Testing
         let app = FW.image(0, hash: FW.new)
         let net = FW.image(1, hash: FW.new1)
         var m = FW.machine([app, net], mode: .testAndConfirm)
-        _ = m.imageListReceived(FW.runningOld(image: 0) + [DeviceImageSlot(image: 1, slot: 0, hash: FW.old, confirmed: true)])
+        _ = m.imageListReceived(FW.runningOld(image: 0) + [FW.Slot(image: 1, slot: 0, hash: Data(FW.old), confirmed: true)])
         _ = m.uploadFinished(image: 0)
         #expect(d(m.uploadFinished(image: 1)) == [.testImage(hash: FW.new)])
         #expect(d(m.stateWriteSucceeded([])) == [.confirmImage(hash: FW.new1)])
         #expect(d(m.stateWriteSucceeded([])) == [.reset(.normal)])
         _ = FW.rebootAndReconnect(&m)
         let after = FW.booted(FW.new, image: 0, confirmed: false) + [
-            DeviceImageSlot(image: 1, slot: 0, hash: FW.new1, confirmed: true),
-            DeviceImageSlot(image: 1, slot: 1, hash: FW.old),
+            FW.Slot(image: 1, slot: 0, hash: Data(FW.new1), confirmed: true),
+            FW.Slot(image: 1, slot: 1, hash: Data(FW.old)),
         ]
         #expect(d(m.imageListReceived(after)) == [.confirmImage(hash: FW.new)], "only the application is confirmed after")
         let done = m.stateWriteSucceeded(FW.booted(FW.new, image: 0, confirmed: true))

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Testing
 
 @testable import McuMgrCore
@@ -17,7 +22,7 @@ import Testing
         #expect(d(m.bootloaderInfoReceived(name: "MCUboot", mode: .swapUsingScratch)) == [.requestImageList])
         #expect(d(m.imageListReceived(FW.runningOld())) == [.upload([FW.image()], pipelineDepth: 3, bufferSize: 2048)])
         #expect(d(m.uploadFinished(image: 0)) == [.confirmImage(hash: FW.new)])
-        #expect(d(m.stateWriteSucceeded(FW.runningOld() + [.init(slot: 1, hash: FW.new, pending: true, permanent: true)])) == [.reset(.normal)])
+        #expect(d(m.stateWriteSucceeded(FW.runningOld() + [.init(slot: 1, hash: Data(FW.new), pending: true, permanent: true)])) == [.reset(.normal)])
         #expect(d(m.resetSent(now: FW.t(10))) == [.waitUntil(FW.t(11))])
         #expect(d(m.timerFired(now: FW.t(11))) == [.reconnect, .waitUntil(FW.t(71))])
         #expect(d(m.reconnected()) == [.requestImageList])
@@ -35,7 +40,7 @@ import Testing
         all += m.bootloaderInfoReceived(name: "MCUboot", mode: .swapWithoutScratch)
         all += m.imageListReceived(FW.runningOld())
         all += m.uploadFinished(image: 0)
-        all += m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true, permanent: true)])
+        all += m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true, permanent: true)])
         all += m.resetSent(now: FW.t(10))
         all += m.timerFired(now: FW.t(11))
         all += m.reconnected()
@@ -49,7 +54,7 @@ import Testing
         var m = FW.machine(mode: .testAndConfirm)
         #expect(d(m.imageListReceived(FW.runningOld())).count == 1)
         #expect(d(m.uploadFinished(image: 0)) == [.testImage(hash: FW.new)])
-        #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true)])) == [.reset(.normal)])
+        #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true)])) == [.reset(.normal)])
         #expect(d(FW.rebootAndReconnect(&m)) == [.requestImageList])
         #expect(d(m.imageListReceived(FW.booted(FW.new, confirmed: false))) == [.confirmImage(hash: FW.new)])
         #expect(m.currentState == .confirm)
@@ -61,7 +66,7 @@ import Testing
         var m = FW.machine(mode: .testOnly)
         _ = m.imageListReceived(FW.runningOld())
         #expect(d(m.uploadFinished(image: 0)) == [.testImage(hash: FW.new)])
-        #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true)])) == [.reset(.normal)])
+        #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true)])) == [.reset(.normal)])
         _ = FW.rebootAndReconnect(&m)
         let done = m.imageListReceived(FW.booted(FW.new, confirmed: false))
         #expect(FW.summary(done)?.notes == [])
@@ -72,7 +77,7 @@ import Testing
         var m = FW.machine(mode: .testOnly)
         _ = m.imageListReceived(FW.runningOld())
         _ = m.uploadFinished(image: 0)
-        _ = m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true)])
+        _ = m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true)])
         _ = FW.rebootAndReconnect(&m)
         let done = m.imageListReceived(FW.booted(FW.new, confirmed: true))
         #expect(FW.summary(done)?.notes.first?.contains("already confirmed") == true)
@@ -100,7 +105,7 @@ import Testing
                 #expect(m.currentState == .success)
                 continue
             }
-            #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true, permanent: mode == .confirmOnly)])) == [.reset(.normal)])
+            #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true, permanent: mode == .confirmOnly)])) == [.reset(.normal)])
             _ = FW.rebootAndReconnect(&m)
             var end = m.imageListReceived(FW.booted(FW.new, confirmed: mode == .confirmOnly))
             if mode == .testAndConfirm { end = m.stateWriteSucceeded(FW.booted(FW.new, confirmed: true)) }
@@ -119,8 +124,8 @@ import Testing
         _ = m.timerFired(now: FW.t(11))
         _ = m.reconnected()
         let list = [
-            DeviceImageSlot(slot: 0, hash: FW.old, confirmed: true),
-            DeviceImageSlot(slot: 1, hash: FW.new, active: true, confirmed: true),
+            FW.Slot(slot: 0, hash: Data(FW.old), confirmed: true),
+            FW.Slot(slot: 1, hash: Data(FW.new), active: true, confirmed: true),
         ]
         #expect(FW.summary(m.imageListReceived(list))?.uploadedImages == [0])
     }
@@ -128,7 +133,7 @@ import Testing
     @Test func directXIPPicksTheSlotZeroBuildWhenSlotOneRuns() {
         let pair = [FW.image(slot: 0, hash: FW.new), FW.image(slot: 1, hash: FW.other)]
         var m = FW.machine(pair, bootloader: .directXIPWithoutRevert)
-        let list = [DeviceImageSlot(slot: 1, hash: FW.old, active: true, confirmed: true)]
+        let list = [FW.Slot(slot: 1, hash: Data(FW.old), active: true, confirmed: true)]
         #expect(d(m.imageListReceived(list)) == [.upload([pair[0]], pipelineDepth: 3, bufferSize: 2048)])
     }
 
@@ -143,7 +148,7 @@ import Testing
         _ = m.imageListReceived(FW.runningOld())
         _ = m.uploadFinished(image: 0)
         _ = FW.rebootAndReconnect(&m)
-        let f = FW.failure(m.imageListReceived(FW.runningOld() + [.init(slot: 1, hash: FW.new)]))
+        let f = FW.failure(m.imageListReceived(FW.runningOld() + [.init(slot: 1, hash: Data(FW.new))]))
         #expect(f?.message.contains("booted the old image") == true)
         #expect(f?.message.contains("higher version") == true)
     }
@@ -153,11 +158,11 @@ import Testing
         var m = FW.machine(pair, mode: .testAndConfirm, bootloader: .directXIPWithRevert, swapTime: .seconds(30))
         _ = m.imageListReceived(FW.runningOld())
         #expect(d(m.uploadFinished(image: 0)) == [.testImage(hash: FW.new)])
-        #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true)])) == [.reset(.normal)])
+        #expect(d(m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true)])) == [.reset(.normal)])
         #expect(d(m.resetSent(now: FW.t(10))) == [.waitUntil(FW.t(11))], "swap time skipped")
         _ = m.timerFired(now: FW.t(11))
         _ = m.reconnected()
-        let booted = [DeviceImageSlot(slot: 0, hash: FW.old, confirmed: true), DeviceImageSlot(slot: 1, hash: FW.new, active: true)]
+        let booted = [FW.Slot(slot: 0, hash: Data(FW.old), confirmed: true), FW.Slot(slot: 1, hash: Data(FW.new), active: true)]
         #expect(d(m.imageListReceived(booted)) == [.confirmImage(hash: FW.new)])
     }
 
@@ -166,9 +171,9 @@ import Testing
             var m = FW.machine(mode: mode, bootloader: .overwrite)
             _ = m.imageListReceived(FW.runningOld())
             #expect(d(m.uploadFinished(image: 0)) == [.confirmImage(hash: FW.new)], "no revert: \(mode) behaves like confirm")
-            _ = m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true, permanent: true)])
+            _ = m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true, permanent: true)])
             _ = FW.rebootAndReconnect(&m)
-            let done = m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])
+            let done = m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])
             #expect(FW.summary(done)?.notes.contains { $0.contains("overwrite-only") } == true)
         }
     }
@@ -177,7 +182,7 @@ import Testing
         var m = FW.machine([FW.image(slot: 1)], mode: .testOnly, bootloader: .ramLoad, swapTime: .seconds(30))
         _ = m.imageListReceived(FW.runningOld())
         #expect(d(m.uploadFinished(image: 0)) == [.confirmImage(hash: FW.new)])
-        _ = m.stateWriteSucceeded([.init(slot: 1, hash: FW.new, pending: true, permanent: true)])
+        _ = m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new), pending: true, permanent: true)])
         #expect(d(m.resetSent(now: FW.t(10))) == [.waitUntil(FW.t(11))])
     }
 
@@ -188,7 +193,7 @@ import Testing
         #expect(d(FW.rebootAndReconnect(&m)) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
         #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)], "no state write in the loader")
         _ = FW.rebootAndReconnect(&m, at: 200)
-        #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])) != nil)
+        #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])) != nil)
     }
 
     @Test func singleApplicationSlotWithAnImageGroupStillUploadsThroughSerialRecovery() {
@@ -196,11 +201,11 @@ import Testing
         var m = FW.machine(mode: .testAndConfirm, bootloader: .singleApplication)
         #expect(d(m.imageListReceived(FW.runningOld())) == [.reset(.bootloader)])
         #expect(d(FW.rebootAndReconnect(&m)) == [.requestImageList], "serial recovery's list")
-        #expect(d(m.imageListReceived([.init(slot: 0, hash: FW.old, confirmed: true)])) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
+        #expect(d(m.imageListReceived([.init(slot: 0, hash: Data(FW.old), confirmed: true)])) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
         #expect(d(m.uploadFinished(image: 0)) == [.requestImageList], "slot 0 checked in recovery")
-        #expect(d(m.imageListReceived([.init(slot: 0, hash: FW.new, confirmed: true)])) == [.reset(.normal)])
+        #expect(d(m.imageListReceived([.init(slot: 0, hash: Data(FW.new), confirmed: true)])) == [.reset(.normal)])
         _ = FW.rebootAndReconnect(&m, at: 200)
-        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)]))
+        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)]))
         #expect(summary?.verified?.hasSuffix("the application's image list shows the uploaded hash running") == true, "\(String(describing: summary))")
     }
 
@@ -210,13 +215,13 @@ import Testing
             #expect(d(m.imageListReceived(FW.runningOld())).count == 1)
             #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
             _ = FW.rebootAndReconnect(&m)
-            #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])) != nil)
+            #expect(FW.summary(m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])) != nil)
         }
     }
 
     @Test func suitEnvelopeIsUploadedWithoutStateWriteOrReset() {
-        let envelope = FirmwareUpgradeImage(image: 0, hash: FW.new, size: 500, contentType: .suitEnvelope)
-        let cache = FirmwareUpgradeImage(image: 1, hash: FW.new1, size: 500, contentType: .suitCache)
+        let envelope = FirmwareUpgradeImage(image: 0, contentType: .suitEnvelope, hash: Data(FW.new), data: Data(count: 500), fileName: "test.bin")
+        let cache = FirmwareUpgradeImage(image: 1, contentType: .suitCache, hash: Data(FW.new1), data: Data(count: 500), fileName: "test.bin")
         var m = FirmwareUpgradeStateMachine(images: [envelope, cache])
         _ = m.start(now: FW.t(0))
         _ = m.parametersReceived(bufferSize: 2048, bufferCount: 2)
@@ -245,7 +250,7 @@ import Testing
     @Test func multiImageSkipsTheRunningImageAndUploadsTheOther() {
         let images = [FW.image(0, hash: FW.new), FW.image(1, hash: FW.new1)]
         var m = FW.machine(images)
-        let list = [DeviceImageSlot(image: 0, slot: 0, hash: FW.new, active: true, confirmed: true)] + FW.runningOld(image: 1)
+        let list = [FW.Slot(image: 0, slot: 0, hash: Data(FW.new), active: true, confirmed: true)] + FW.runningOld(image: 1)
         #expect(d(m.imageListReceived(list)) == [.upload([images[1]], pipelineDepth: 3, bufferSize: 2048)])
         #expect(d(m.uploadFinished(image: 1)) == [.confirmImage(hash: FW.new1)])
     }
@@ -267,7 +272,7 @@ import Testing
 
     @Test func sameHashInSecondarySkipsTheUpload() {
         var m = FW.machine()
-        let list = FW.runningOld() + [DeviceImageSlot(slot: 1, hash: FW.new)]
+        let list = FW.runningOld() + [FW.Slot(slot: 1, hash: Data(FW.new))]
         #expect(d(m.imageListReceived(list)) == [.confirmImage(hash: FW.new)])
         _ = m.stateWriteSucceeded([])
         _ = FW.rebootAndReconnect(&m)
@@ -278,50 +283,50 @@ import Testing
 
     @Test func sameHashAlreadyPermanentInSecondaryOnlyResets() {
         var m = FW.machine()
-        let list = FW.runningOld() + [DeviceImageSlot(slot: 1, hash: FW.new, pending: true, permanent: true)]
+        let list = FW.runningOld() + [FW.Slot(slot: 1, hash: Data(FW.new), pending: true, permanent: true)]
         #expect(d(m.imageListReceived(list)) == [.reset(.normal)])
     }
 
     @Test func sameHashAlreadyPendingTestSkipsTheTestWrite() {
         var m = FW.machine(mode: .testAndConfirm)
-        let list = FW.runningOld() + [DeviceImageSlot(slot: 1, hash: FW.new, pending: true)]
+        let list = FW.runningOld() + [FW.Slot(slot: 1, hash: Data(FW.new), pending: true)]
         #expect(d(m.imageListReceived(list)) == [.reset(.normal)])
     }
 
     @Test func testOnlyRefusesAnImageAlreadyConfirmedInSecondary() {
         var m = FW.machine(mode: .testOnly)
-        let list = FW.runningOld() + [DeviceImageSlot(slot: 1, hash: FW.new, pending: true, permanent: true)]
+        let list = FW.runningOld() + [FW.Slot(slot: 1, hash: Data(FW.new), pending: true, permanent: true)]
         #expect(FW.failure(m.imageListReceived(list))?.message.contains("cannot be made test-only") == true)
     }
 
     @Test func imageAlreadyRunningAndConfirmedIsSuccessWithoutReset() {
         var m = FW.machine()
-        let done = m.imageListReceived([DeviceImageSlot(slot: 0, hash: FW.new, active: true, confirmed: true)])
+        let done = m.imageListReceived([FW.Slot(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])
         #expect(d(done).count == 1)
         #expect(FW.summary(done) == FirmwareUpgradeSummary(mode: .confirmOnly, bootloaderMode: .swapUsingScratch, skippedImages: [0]))
     }
 
     @Test func imageRunningUnconfirmedIsConfirmedWithoutReset() {
         var m = FW.machine()
-        #expect(d(m.imageListReceived([DeviceImageSlot(slot: 0, hash: FW.new, active: true)])) == [.confirmImage(hash: FW.new)])
-        #expect(FW.summary(m.stateWriteSucceeded([.init(slot: 0, hash: FW.new, active: true, confirmed: true)]))?.didReset == false)
+        #expect(d(m.imageListReceived([FW.Slot(slot: 0, hash: Data(FW.new), active: true)])) == [.confirmImage(hash: FW.new)])
+        #expect(FW.summary(m.stateWriteSucceeded([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)]))?.didReset == false)
     }
 
     @Test func confirmedOtherImageInSecondaryIsFreedByConfirmingThePrimary() {
         var m = FW.machine()
         let blocked = [
-            DeviceImageSlot(slot: 0, hash: FW.old, active: true),
-            DeviceImageSlot(slot: 1, hash: FW.other, confirmed: true),
+            FW.Slot(slot: 0, hash: Data(FW.old), active: true),
+            FW.Slot(slot: 1, hash: Data(FW.other), confirmed: true),
         ]
         #expect(d(m.imageListReceived(blocked)) == [.confirmImage(hash: FW.old)])
         #expect(d(m.stateWriteSucceeded([])) == [.requestImageList])
-        let freed = FW.runningOld() + [DeviceImageSlot(slot: 1, hash: FW.other)]
+        let freed = FW.runningOld() + [FW.Slot(slot: 1, hash: Data(FW.other))]
         #expect(d(m.imageListReceived(freed)) == [.upload([FW.image()], pipelineDepth: 3, bufferSize: 2048)])
     }
 
     @Test func pendingOtherImageInSecondaryIsClearedByAResetThenRevalidated() {
         var m = FW.machine()
-        let blocked = FW.runningOld() + [DeviceImageSlot(slot: 1, hash: FW.other, pending: true)]
+        let blocked = FW.runningOld() + [FW.Slot(slot: 1, hash: Data(FW.other), pending: true)]
         #expect(d(m.imageListReceived(blocked)) == [.reset(.normal)])
         #expect(d(FW.rebootAndReconnect(&m)) == [.requestImageList])
         #expect(m.currentState == .validate)
@@ -330,7 +335,7 @@ import Testing
 
     @Test func secondaryStillBlockedAfterResolvingFailsClearly() {
         var m = FW.machine()
-        let blocked = FW.runningOld() + [DeviceImageSlot(slot: 1, hash: FW.other, pending: true)]
+        let blocked = FW.runningOld() + [FW.Slot(slot: 1, hash: Data(FW.other), pending: true)]
         _ = m.imageListReceived(blocked)
         _ = FW.rebootAndReconnect(&m)
         _ = m.imageListReceived(blocked)
@@ -367,7 +372,7 @@ import Testing
         _ = m.uploadFinished(image: 0)
         _ = m.stateWriteSucceeded([])
         _ = FW.rebootAndReconnect(&m)
-        let f = FW.failure(m.imageListReceived(FW.runningOld() + [.init(slot: 1, hash: FW.new)]))
+        let f = FW.failure(m.imageListReceived(FW.runningOld() + [.init(slot: 1, hash: Data(FW.new))]))
         #expect(f?.state == .reconnect)
         #expect(f?.message.contains("the device booted the old image: the new one was rejected by MCUboot — check the signing key / image") == true)
         #expect(m.currentState == .failed)
@@ -420,7 +425,7 @@ import Testing
         var m = FW.machine(mode: .testOnly)
         _ = m.imageListReceived(FW.runningOld())
         _ = m.uploadFinished(image: 0)
-        let f = FW.failure(m.stateWriteSucceeded([.init(slot: 1, hash: FW.new)]))
+        let f = FW.failure(m.stateWriteSucceeded([.init(slot: 1, hash: Data(FW.new))]))
         #expect(f?.message.contains("does not show it pending") == true)
     }
 
@@ -543,7 +548,7 @@ import Testing
 
     @Test func pauseAndCancelAfterTheEndDoNothing() {
         var m = FW.machine()
-        _ = m.imageListReceived([DeviceImageSlot(slot: 0, hash: FW.new, active: true, confirmed: true)])
+        _ = m.imageListReceived([FW.Slot(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])
         #expect(m.pause() == [])
         #expect(m.cancel() == [])
         #expect(m.currentState == .success)

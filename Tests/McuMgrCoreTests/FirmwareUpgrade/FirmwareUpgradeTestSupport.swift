@@ -1,9 +1,17 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 @testable import McuMgrCore
 
 /// Shorthands for the firmware-upgrade machine tests.
 enum FW {
     typealias Machine = FirmwareUpgradeStateMachine
     typealias Action = FirmwareUpgradeStateMachine.Action
+    /// An image list entry.
+    typealias Slot = McuMgrImageStateResponse.ImageSlot
 
     static func hash(_ b: UInt8) -> [UInt8] { [UInt8](repeating: b, count: 32) }
     static let old = hash(0xAA)
@@ -14,19 +22,19 @@ enum FW {
     static func t(_ seconds: UInt64) -> SMPInstant { SMPInstant(nanoseconds: seconds * 1_000_000_000) }
 
     static func image(_ number: Int = 0, slot: Int = 0, hash: [UInt8] = new) -> FirmwareUpgradeImage {
-        FirmwareUpgradeImage(image: number, slot: slot, hash: hash, size: 1000)
+        FirmwareUpgradeImage(image: number, slot: slot, contentType: .mcubootImage, hash: Data(hash), data: Data(count: 1000), fileName: "test.bin")
     }
 
     /// A device running `running` in slot 0, confirmed, with an empty secondary slot.
-    static func runningOld(image: Int = 0) -> [DeviceImageSlot] {
-        [DeviceImageSlot(image: image, slot: 0, hash: old, active: true, confirmed: true)]
+    static func runningOld(image: Int = 0) -> [Slot] {
+        [Slot(image: image, slot: 0, hash: Data(old), active: true, confirmed: true)]
     }
 
     /// After a swap: `hash` active in slot 0, the old image in slot 1.
-    static func booted(_ hash: [UInt8], image: Int = 0, confirmed: Bool) -> [DeviceImageSlot] {
+    static func booted(_ hash: [UInt8], image: Int = 0, confirmed: Bool) -> [Slot] {
         [
-            DeviceImageSlot(image: image, slot: 0, hash: hash, active: true, confirmed: confirmed),
-            DeviceImageSlot(image: image, slot: 1, hash: old, confirmed: !confirmed),
+            Slot(image: image, slot: 0, hash: Data(hash), active: true, confirmed: confirmed),
+            Slot(image: image, slot: 1, hash: Data(old), confirmed: !confirmed),
         ]
     }
 

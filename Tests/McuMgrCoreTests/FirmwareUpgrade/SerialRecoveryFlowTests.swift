@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Testing
 
 @testable import McuMgrCore
@@ -25,7 +30,7 @@ import Testing
         // No test or confirm (MCUboot answers ENOTSUP): straight to the reset.
         #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
         #expect(d(FW.rebootAndReconnect(&m)) == [.requestImageList])
-        let done = m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])
+        let done = m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])
         let summary = FW.summary(done)
         #expect(summary?.didReset == true)
         #expect(summary?.uploadedImages == [0])
@@ -38,7 +43,7 @@ import Testing
         _ = m.imageListReceived([])
         #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
         _ = FW.rebootAndReconnect(&m)
-        let done = m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)])
+        let done = m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)])
         #expect(!done.contains(.confirmImage(hash: FW.new)))
         #expect(FW.summary(done)?.notes.contains { $0.contains("cannot test-boot") } == true)
     }
@@ -69,7 +74,7 @@ import Testing
     @Test func recoveryWithAnImageInSlotZeroListsItWithoutActive() {
         // MCUboot's list has bootable/confirmed/pending/permanent/slot/hash/version, never `active`.
         var m = Self.recoveryMachine()
-        let listed = [DeviceImageSlot(image: 0, slot: 0, hash: FW.old, confirmed: true)]
+        let listed = [FW.Slot(image: 0, slot: 0, hash: Data(FW.old), confirmed: true)]
         #expect(d(m.imageListReceived(listed)) == [.upload([FW.image()], pipelineDepth: 1, bufferSize: nil)])
         #expect(m.isSerialRecovery)
         #expect(d(m.uploadFinished(image: 0)) == [.reset(.normal)])
@@ -77,10 +82,10 @@ import Testing
 
     @Test func theSameImageAlreadyInSlotZeroIsOnlyBooted() {
         var m = Self.recoveryMachine()
-        let listed = [DeviceImageSlot(image: 0, slot: 0, hash: FW.new, confirmed: true)]
+        let listed = [FW.Slot(image: 0, slot: 0, hash: Data(FW.new), confirmed: true)]
         #expect(d(m.imageListReceived(listed)) == [.reset(.normal)])
         _ = FW.rebootAndReconnect(&m)
-        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: FW.new, active: true, confirmed: true)]))
+        let summary = FW.summary(m.imageListReceived([.init(slot: 0, hash: Data(FW.new), active: true, confirmed: true)]))
         #expect(summary?.skippedImages == [0])
         #expect(summary?.uploadedImages == [])
         #expect(summary?.didReset == true)

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Testing
 
 @testable import McuMgrCore
@@ -11,7 +16,7 @@ import Testing
     func d(_ actions: [Action]) -> [Action] { FW.device(actions) }
 
     /// Recovery's list: slots without `active`.
-    static func recovery(_ hash: [UInt8]) -> [DeviceImageSlot] { [DeviceImageSlot(slot: 0, hash: hash, confirmed: true)] }
+    static func recovery(_ hash: [UInt8]) -> [FW.Slot] { [FW.Slot(slot: 0, hash: Data(hash), confirmed: true)] }
 
     /// start → parameters → bootloader info (MCUboot, mode 0) → image list rc 8 → reset into recovery →
     /// reconnect; returns the machine, which has just asked recovery for its image list.
