@@ -4,61 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Encodes `Encodable` values as CBOR with definite lengths and the shortest integer forms.
-///
-/// Structs become maps with text keys in the order their fields are encoded; `Data` becomes a byte
-/// string; a `CBOR` value is written unchanged; `[String: X]` and `[Int: X]` become maps with text or
-/// integer keys, sorted in deterministic (RFC 8949 §4.2.1) order. `Float` and `Double` are written as
-/// single and double precision floats. Optional fields left `nil` by synthesized code are omitted;
-/// an explicit `encodeNil` writes CBOR null.
-public struct CBOREncoder: Sendable {
-    /// Creates an encoder.
-    public init() {}
-
-    /// Encodes `value` as the bytes of one CBOR item.
-    public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let node = try _CBOREncoder.encodeNode(value)
-        var out: [UInt8] = []
-        out.reserveCapacity(node.encodedSize)
-        node.write(into: &out)
-        return out
-    }
-
-    /// Appends the CBOR encoding of `value` to `out`.
-    public func encode<T: Encodable>(_ value: T, into out: inout [UInt8]) throws {
-        let node = try _CBOREncoder.encodeNode(value)
-        out.reserveCapacity(out.count + node.encodedSize)
-        node.write(into: &out)
-    }
-
-    /// Encodes `value` as a CBOR item.
-    public func encodeItem<T: Encodable>(_ value: T) throws -> CBOR {
-        try _CBOREncoder.encodeNode(value).item
-    }
-}
-
-/// Decodes `Decodable` values from CBOR (definite or indefinite lengths).
-///
-/// Unknown map keys are ignored; tags are looked through unless the requested type is `CBOR`;
-/// `Data` is read from a byte string; `Double` and `Float` accept any float width and integers.
-/// Failures throw `CBORError` with the coding path, e.g. `images[0].hash`.
-public struct CBORDecoder: Sendable {
-    /// Creates a decoder.
-    public init() {}
-
-    /// Decodes a value from bytes that hold exactly one CBOR item.
-    public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        try decode(type, from: try CBOR(decoding: bytes))
-    }
-
-    /// Decodes a value from a CBOR item.
-    public func decode<T: Decodable>(_ type: T.Type, from item: CBOR) throws -> T {
-        try _CBORDecoder(item: item, codingPath: []).decodeValue(type)
-    }
-}
-
-// MARK: - Shared helpers
-
 /// A coding key for array positions and dynamic map keys.
 struct _CBORKey: CodingKey {
     let stringValue: String

@@ -47,11 +47,3 @@ public struct McuMgrGroup: RawRepresentable, Sendable, Hashable, Comparable, Cus
     public var description: String { name.map { "\($0)(\(rawValue))" } ?? "group \(rawValue)" }
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 }
-
-/// A command id within a group. Open numeric space.
-public struct McuMgrCommand: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
-    public var description: String { "\(rawValue)" }
-}
