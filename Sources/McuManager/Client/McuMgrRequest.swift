@@ -10,9 +10,3 @@ public protocol McuMgrRequest: Encodable, Sendable {
     /// How the request is named in messages, e.g. "image upload".
     static var operationName: String { get }
 }
-
-/// A response without fields (`{}`), or whose fields the caller does not need.
-public struct McuMgrEmptyResponse: Decodable, Sendable, Hashable {
-    public init() {}
-    public init(from decoder: any Decoder) throws {}
-}

@@ -46,64 +46,10 @@ public struct SuitManager: Sendable {
 }
 
 /// Reads the device's `off` from a SUIT upload answer.
-private func suitOffset(_ packet: SMPPacket, operation: String) throws -> Int {
+func suitOffset(_ packet: SMPPacket, operation: String) throws -> Int {
     let response = try McuMgrClient.decode(SuitUploadResponse.self, from: packet, operation: operation)
     guard let offset = response.offset else {
         throw McuMgrError(.protocolViolation, "\(operation): the device's answer has no offset (`off`)")
     }
     return offset
-}
-
-/// Envelope chunks (group 66, command 2).
-public struct SuitEnvelopeUploadTarget: ChunkedUploadTarget {
-    /// `defer_install` on the first chunk.
-    public var deferInstall: Bool
-    /// Creates a target.
-    public init(deferInstall: Bool = false) { self.deferInstall = deferInstall }
-
-    public func request(offset: Int, data: Data, totalSize: Int) -> SuitEnvelopeUploadRequest {
-        offset == 0
-            ? SuitEnvelopeUploadRequest(offset: 0, data: data, length: totalSize, deferInstall: deferInstall ? true : nil)
-            : SuitEnvelopeUploadRequest(offset: offset, data: data)
-    }
-
-    public func deviceOffset(from packet: SMPPacket) throws -> Int {
-        try suitOffset(packet, operation: SuitEnvelopeUploadRequest.operationName)
-    }
-}
-
-/// Cache chunks (group 66, command 5).
-public struct SuitCacheUploadTarget: ChunkedUploadTarget {
-    /// The cache pool (`target_id`).
-    public var targetID: Int
-    /// Creates a target.
-    public init(targetID: Int) { self.targetID = targetID }
-
-    public func request(offset: Int, data: Data, totalSize: Int) -> SuitCacheRawUploadRequest {
-        offset == 0
-            ? SuitCacheRawUploadRequest(offset: 0, data: data, length: totalSize, targetID: targetID)
-            : SuitCacheRawUploadRequest(offset: offset, data: data)
-    }
-
-    public func deviceOffset(from packet: SMPPacket) throws -> Int {
-        try suitOffset(packet, operation: SuitCacheRawUploadRequest.operationName)
-    }
-}
-
-/// Resource chunks (group 66, command 4).
-public struct SuitResourceUploadTarget: ChunkedUploadTarget {
-    /// The session the device named (`stream_session_id`).
-    public var streamSessionID: Int
-    /// Creates a target.
-    public init(streamSessionID: Int) { self.streamSessionID = streamSessionID }
-
-    public func request(offset: Int, data: Data, totalSize: Int) -> SuitMissingImageUploadRequest {
-        offset == 0
-            ? SuitMissingImageUploadRequest(offset: 0, data: data, length: totalSize, streamSessionID: streamSessionID)
-            : SuitMissingImageUploadRequest(offset: offset, data: data)
-    }
-
-    public func deviceOffset(from packet: SMPPacket) throws -> Int {
-        try suitOffset(packet, operation: SuitMissingImageUploadRequest.operationName)
-    }
 }
