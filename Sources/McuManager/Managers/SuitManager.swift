@@ -6,12 +6,12 @@ import Foundation
 import McuMgrCore
 
 /// The SUIT group (66) of nRF Connect SDK devices (nRF54H series): manifest list and state, deferred
-/// envelope processing, missing images, cleanup; the upload targets below. PROTOCOL.md 3.11.
+/// envelope processing, missing images, cleanup. PROTOCOL.md 3.11.
 ///
-/// A SUIT update: upload the envelope (a ``ChunkedUploader`` with ``SuitEnvelopeUploadTarget``), then
-/// poll ``missingImageState(timeout:)`` and upload each resource the device asks for (with
-/// ``SuitResourceUploadTarget``) until it asks for nothing more or reboots. `FirmwareUpgradeManager`
-/// runs this flow for SUIT packages.
+/// A SUIT update: upload the envelope (a ``ChunkedUploader`` with ``SuitEnvelopeUploadTarget``; cache
+/// images with ``SuitCacheUploadTarget``), then poll ``missingImageState(timeout:)`` and upload each
+/// resource the device asks for (with ``SuitResourceUploadTarget``) until it asks for nothing more or
+/// reboots. `FirmwareUpgradeManager` runs this flow for SUIT packages.
 public struct SuitManager: Sendable {
     /// The client requests go through.
     public let client: McuMgrClient
