@@ -220,12 +220,6 @@ public final class PtyFrontEnd: Sendable {
     }
 }
 
-/// A front end could not start.
-public struct SimulatorFrontEndError: Error, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Decodes link bytes, hands whole requests to the device and writes back its answers, pacing both
 /// directions when a baud rate is emulated.
 final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
