@@ -30,7 +30,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .customLong("timeout"),
         help: ArgumentHelp(
-            "The longest wait for progress, in seconds: for an answer to each request, and for each chunk of a transfer (lost requests are resent within it). Default 10; the first chunk of an upload, which may erase a whole slot, gets 40 unless this is given.",
+            "The longest wait for an answer to one request, in seconds (lost requests are resent within it); every other wait follows from it. Default 10. The first chunk of an upload, which may erase a whole slot, gets 40 unless this is given; a download fails after 3 times this without data; a file hash, an erase and a board coming back after a reset get at least 60, 75 and 30.",
             valueName: "seconds"))
     var timeoutOption: Double?
 
@@ -43,18 +43,19 @@ struct GlobalOptions: ParsableArguments {
         help: "Show the device, the link's limits and every request and answer (-vv: with payloads) on stderr.")
     var verbosity: Int
 
-    /// Seconds to wait for progress.
-    var timeout: Double { timeoutOption ?? 10 }
+    /// Seconds to wait for an answer (`--timeout`).
+    var timeout: Double { timeoutOption ?? McuMgrTimeouts.defaultAnswer.seconds }
+    /// Every wait, from `--timeout` (see `McuMgrTimeouts`).
+    var timeouts: McuMgrTimeouts { McuMgrTimeouts(answer: timeoutOption.map { .milliseconds(Int64($0 * 1000)) }) }
     /// Whether to show protocol details.
     var verbose: Bool { verbosity > 0 }
 
-    /// Chunk timeouts for uploads: `--timeout` for every chunk when given; else 40 s for the first (an
-    /// erase) and 10 s for the others.
+    /// Chunk timeouts for uploads (`McuMgrTimeouts`: `--timeout` for every chunk when given; else 40 s
+    /// for the first, an erase, and 10 s for the others).
     func uploadConfiguration(pipelineDepth: Int? = nil, byteAlignment: Int = 1, maximumChunkSize: Int? = nil) -> UploadConfiguration {
-        let given = timeoutOption.map { Duration.milliseconds(Int64($0 * 1000)) }
-        return UploadConfiguration(
+        UploadConfiguration(
             pipelineDepth: pipelineDepth, byteAlignment: byteAlignment, maximumChunkSize: maximumChunkSize,
-            firstChunkTimeout: given ?? .seconds(40), chunkTimeout: given ?? .seconds(10))
+            firstChunkTimeout: timeouts.firstChunk, chunkTimeout: timeouts.chunk)
     }
 
     func validate() throws {
@@ -162,7 +163,7 @@ enum CommandRunner {
             if options.verbose { Terminal.error("link: \(transport.linkLimits) to start with") }
             let c = McuMgrClient(
                 transport: transport,
-                configuration: .init(timeout: .milliseconds(Int64(options.timeout * 1000))),
+                configuration: .init(timeout: options.timeouts.answer),
                 logger: logger)
             client = c
             try await body(CommandContext(client: c, options: options, uri: uri))

@@ -13,7 +13,7 @@ public actor McuMgrClient {
         /// Session settings; nil takes the transport's defaults.
         public var session: SMPSessionConfiguration?
 
-        public init(timeout: Duration = .seconds(10), session: SMPSessionConfiguration? = nil) {
+        public init(timeout: Duration = McuMgrTimeouts.defaultAnswer, session: SMPSessionConfiguration? = nil) {
             self.timeout = timeout
             self.session = session
         }

@@ -44,7 +44,7 @@ public actor FirmwareUpgradeManager {
         public init(
             reconnectProbeTimeout: Duration = .seconds(2), progressInterval: Duration = .milliseconds(100),
             suitPollInterval: Duration = .milliseconds(150), suitPollDuration: Duration = .seconds(5),
-            firstChunkTimeout: Duration = .seconds(40), chunkTimeout: Duration = .seconds(10)
+            firstChunkTimeout: Duration = McuMgrTimeouts.defaultFirstChunk, chunkTimeout: Duration = McuMgrTimeouts.defaultAnswer
         ) {
             self.reconnectProbeTimeout = reconnectProbeTimeout
             self.progressInterval = progressInterval

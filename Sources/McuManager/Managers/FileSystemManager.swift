@@ -816,7 +816,9 @@ public struct FileDownloadConfiguration: Sendable, Hashable {
     public var deadline: Duration?
 
     /// Creates a configuration.
-    public init(maximumLength: Int = 64 * 1024 * 1024, stallTimeout: Duration = .seconds(30), deadline: Duration? = nil) {
+    public init(
+        maximumLength: Int = 64 * 1024 * 1024, stallTimeout: Duration = McuMgrTimeouts().downloadStall, deadline: Duration? = nil
+    ) {
         self.maximumLength = max(0, maximumLength)
         self.stallTimeout = stallTimeout
         self.deadline = deadline

@@ -33,7 +33,7 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// Creates a configuration.
     public init(
         pipelineDepth: Int? = nil, byteAlignment: Int = 1, maximumChunkSize: Int? = nil,
-        firstChunkTimeout: Duration = .seconds(40), chunkTimeout: Duration = .seconds(10),
+        firstChunkTimeout: Duration = McuMgrTimeouts.defaultFirstChunk, chunkTimeout: Duration = McuMgrTimeouts.defaultAnswer,
         busyRetryDelay: Duration = .milliseconds(100), maximumBusyRetries: Int = 50,
         maximumTimeoutRetries: Int = 3
     ) {

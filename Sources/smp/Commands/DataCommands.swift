@@ -229,7 +229,7 @@ struct BasicCommand: AsyncParsableCommand {
                 """)
         @OptionGroup var global: GlobalOptions
         func run(context: CommandContext) async throws {
-            try await context.run(EraseStorageRequest(), timeout: .seconds(max(30, global.timeout))) { _ in
+            try await context.run(EraseStorageRequest(), timeout: global.timeouts.atLeast(McuMgrTimeouts.storageEraseFloor)) { _ in
                 "storage erased"
             }
         }

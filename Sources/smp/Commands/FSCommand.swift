@@ -132,7 +132,7 @@ struct FSCommand: AsyncParsableCommand {
                 remote, to: destination, verify: !noVerify,
                 configuration: FileDownloadConfiguration(
                     maximumLength: maxSize,
-                    stallTimeout: .milliseconds(Int64((stallTimeout ?? 3 * global.timeout) * 1000)),
+                    stallTimeout: stallTimeout.map { .milliseconds(Int64($0 * 1000)) } ?? global.timeouts.downloadStall,
                     deadline: deadline.map { .milliseconds(Int64($0 * 1000)) })
             ) { bar.update(done: $0.bytesTransferred, total: $0.totalBytes) }
             bar.finish()
@@ -161,7 +161,7 @@ struct FSCommand: AsyncParsableCommand {
         func run(context: CommandContext) async throws {
             try await context.run(
                 FileHashRequest(name: remote, type: type, offset: offset, length: length),
-                timeout: .seconds(max(60, global.timeout))
+                timeout: global.timeouts.atLeast(McuMgrTimeouts.fileHashFloor)
             ) { r in
                 let value: String
                 if let bytes = r.outputBytes {

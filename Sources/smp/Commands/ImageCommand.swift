@@ -228,7 +228,7 @@ struct ImageCommand: AsyncParsableCommand {
         @Option(help: "Absolute slot number (image × 2 + slot).") var slot: Int?
 
         func run(context: CommandContext) async throws {
-            try await context.run(ImageEraseRequest(slot: slot), timeout: .seconds(max(75, global.timeout))) { _ in
+            try await context.run(ImageEraseRequest(slot: slot), timeout: global.timeouts.atLeast(McuMgrTimeouts.imageEraseFloor)) { _ in
                 "erased slot \(slot.map(String.init) ?? "(the inactive one)")"
             }
         }

@@ -147,7 +147,7 @@ struct OSCommand: AsyncParsableCommand {
             }
             // A board's own USB leaves the bus: wait until it is back, so that the next command finds it.
             do {
-                let device = try await follower.reconnected(within: .milliseconds(Int64(max(30, global.timeout) * 1000)))
+                let device = try await follower.reconnected(within: global.timeouts.atLeast(McuMgrTimeouts.reconnectFloor))
                 return FleetOutcome(
                     summary: "reset; back at serial:\(device.path)",
                     fields: (item.mapEntries ?? []) + [.init(key: "back_at", value: .text("serial:\(device.path)"))])

@@ -78,9 +78,8 @@ enum ResetFollowing {
     /// worked).
     static func finish(_ follower: DeviceFollower?, _ context: CommandContext) async {
         guard let follower else { return }
-        let timeout = max(30, context.options.timeout)
         do {
-            let device = try await follower.reconnected(within: .milliseconds(Int64(timeout * 1000)))
+            let device = try await follower.reconnected(within: context.options.timeouts.atLeast(McuMgrTimeouts.reconnectFloor))
             if context.options.verbose { Terminal.error("device: back at serial:\(device.path) after the reset") }
         } catch let error as McuMgrError {
             Terminal.warning(error.message)

@@ -277,7 +277,7 @@ enum FleetRunner {
             devices: devices,
             configuration: .init(
                 maximumParallel: options.maxParallel ?? FleetOptions.defaultLimit,
-                client: .init(timeout: .milliseconds(Int64(global.timeout * 1000)))),
+                client: .init(timeout: global.timeouts.answer)),
             logger: logger)
     }
 
