@@ -263,10 +263,20 @@ struct DFUCommand: AsyncParsableCommand {
             _ = try await Self.run(
                 manager, images: package.images, configuration: configuration, resources: resourceData, view: view)
         } catch {
+            await Self.closeReplacedClient(of: manager, context)
             await follower?.stop()
             throw error
         }
+        await Self.closeReplacedClient(of: manager, context)
         await follower?.stop()
+    }
+
+    /// Closes the manager's client when it is not the command's own (which `CommandRunner` closes): an
+    /// upgrade that ended on the firmware loader's link (another Bluetooth LE peripheral) would leave
+    /// that device connected, and a connected device does not advertise to the next command.
+    static func closeReplacedClient(of manager: FirmwareUpgradeManager, _ context: CommandContext) async {
+        let current = await manager.client
+        if current !== context.client { await current.close() }
     }
 
     /// Reopens the followed board wherever it came back, with the same serial options.
