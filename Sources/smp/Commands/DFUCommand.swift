@@ -344,8 +344,14 @@ struct DFUCommand: AsyncParsableCommand {
             if verbose { Terminal.error("device: looking for \(target) as ble:\(wanted)") }
             var configuration = original.configuration
             configuration.target = wanted
-            return McuMgrBleTransport(
+            let transport = McuMgrBleTransport(
                 configuration: configuration, logger: logger, deviceMemory: original.deviceMemory, pairing: original.pairing)
+            // Found here, while the upgrade waits for it: a loader that boots or starts advertising later
+            // than one scan (or whose first advertisement BlueZ missed) is looked for again until the
+            // reconnect timeout, instead of failing the upload's first request.
+            let found = try await transport.locate()
+            if verbose { Terminal.error("device: found \(target) at \(found.label)") }
+            return transport
         })
     }
 
