@@ -281,42 +281,51 @@ struct RealBlueZTests {
     /// Nordic's Firmware Loader flow on real BlueZ: the application (hci1) stores the loader's name,
     /// resets with boot_mode 1, and the loader comes back as another peripheral (hci2: another address,
     /// another name); `smp dfu` finds it by that name, uploads, resets, and the application runs the new
-    /// image at its own address again.
+    /// image at its own address again. Twice: the second upgrade finds the loader under a new name at an
+    /// address BlueZ already knows under another (the name it read from the loader's GAP service after
+    /// connecting), as a second upgrade of the same device with a generated name does.
     @Test(.enabled(if: RealBlueZ.suite == .full && RealBlueZ.loaderAddress != nil))
     func firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName() async throws {
         let loaderAdapter = RealBlueZ.loaderAdapter, loaderAddress = try #require(RealBlueZ.loaderAddress)
         try await withDevice(["--bootloader-mode", "firmware-loader", "--ble-loader-adapter", loaderAdapter]) { session in
-            let name = "FL_BLUEZ1"
-            let (image, hash) = try DFUPackages.image(version: (3, 1, 0), size: 48 * 1024, seed: 23)
-            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
-            let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", name], timeout: 400)
-            expectSuccess(run)
-            let result = dfuResult(run) ?? [:]
-            #expect(result["status"] as? String == "success", "\(result)")
-            #expect(jsonInt(result["bootloader_mode"]) == 7, "\(result)")
-            #expect((result["uploaded"] as? [Any])?.count == 1, "\(result)")
-            let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
-            #expect(
-                states.starts(with: [
-                    "requestMcuMgrParameters", "bootloaderInfo", "validate", "resetIntoFirmwareLoader", "reconnect", "upload", "reset",
-                    "reconnect", "success",
-                ]), "\(states)")
-            // The loader advertised on its own adapter, under the name the application stored, and smp
-            // reached it there by name.
-            #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("ble \(loaderAdapter) \(loaderAddress) advertising \(name) (firmware loader)") } != nil)
-            #expect(run.stderr.contains("looking for the firmware loader (\"\(name)\") as ble:name=\(name)"), "\(run.stderr)")
-            // (BlueZ labels it with the GAP name it read after connecting: the peripheral's adapter's, here.)
-            let loaderLink = run.stderr.split(separator: "\n").first { $0.contains("BLE link ble:name=\(name)") && $0.contains("characteristic") }
-            #expect(loaderLink?.contains("(\(loaderAddress))") == true, "\(run.stderr)")
-            // smp left neither peripheral connected (a connected device advertises to nobody).
-            #expect(await RealBlueZ.waitUntilDisconnected(address: loaderAddress), "smp left the loader \(loaderAddress) connected")
-            // The application at its own address runs the new image from slot 0, confirmed.
-            let list = try await session.smp(["--json", "image", "list"])
-            expectSuccess(list)
-            let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
-            #expect(active?["hash"] as? String == hex(hash), "\(list)")
-            #expect(active?["slot"] as? Int == 0 && active?["version"] as? String == "3.1.0", "\(list)")
-            #expect(active?["confirmed"] as? Bool == true, "\(list)")
+            for (round, name) in ["FL_BLUEZ1", "FL_BLUEZ2"].enumerated() {
+                let (image, hash) = try DFUPackages.image(version: (3, UInt8(round + 1), 0), size: 48 * 1024, seed: 23 + UInt64(round))
+                let path = try DFUPackages.write(image, "app\(round).bin", in: session.directory)
+                let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", name], timeout: 400)
+                expectSuccess(run)
+                let result = dfuResult(run) ?? [:]
+                #expect(result["status"] as? String == "success", "\(result)")
+                #expect(jsonInt(result["bootloader_mode"]) == 7, "\(result)")
+                #expect((result["uploaded"] as? [Any])?.count == 1, "\(result)")
+                let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+                #expect(
+                    states.starts(with: [
+                        "requestMcuMgrParameters", "bootloaderInfo", "validate", "resetIntoFirmwareLoader", "reconnect", "upload", "reset",
+                        "reconnect", "success",
+                    ]), "\(states)")
+                // The loader advertised on its own adapter, under the name the application stored, and smp
+                // reached it there by name (BlueZ labels it with the GAP name it read after connecting:
+                // here the name of the loader's adapter).
+                // (The simulator prints the loader's address when it first registers it.)
+                #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("ble \(loaderAdapter) ") && $0.contains(" advertising \(name) (firmware loader)") } != nil)
+                if round == 0 {
+                    #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("ble \(loaderAdapter) \(loaderAddress) advertising") } != nil)
+                }
+                #expect(run.stderr.contains("looking for the firmware loader (\"\(name)\") as ble:name=\(name)"), "\(run.stderr)")
+                #expect(run.stderr.contains("found the firmware loader (\"\(name)\") at"), "\(run.stderr)")
+                let loaderLink = run.stderr.split(separator: "\n").first { $0.contains("BLE link ble:name=\(name)") && $0.contains("characteristic") }
+                #expect(loaderLink?.contains("(\(loaderAddress))") == true, "\(run.stderr)")
+                // smp left neither peripheral connected (a connected device advertises to nobody).
+                #expect(await RealBlueZ.waitUntilDisconnected(address: loaderAddress), "smp left the loader \(loaderAddress) connected")
+                #expect(await RealBlueZ.waitUntilDisconnected(), "smp left \(RealBlueZ.deviceAddress) connected")
+                // The application at its own address runs the new image from slot 0, confirmed.
+                let list = try await session.smp(["--json", "image", "list"])
+                expectSuccess(list)
+                let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
+                #expect(active?["hash"] as? String == hex(hash), "\(list)")
+                #expect(active?["slot"] as? Int == 0 && active?["version"] as? String == "3.\(round + 1).0", "\(list)")
+                #expect(active?["confirmed"] as? Bool == true, "\(list)")
+            }
         }
     }
 
