@@ -3,7 +3,8 @@ import TestSupport
 import Testing
 
 /// `smp` against `smp-sim --ble` through REAL BlueZ 5.66: bluetoothd and the kernel's Bluetooth in a
-/// QEMU guest with two linked virtual controllers (Scripts/ble-vm.sh). Runs only inside that guest
+/// QEMU guest with three linked virtual controllers (Scripts/ble-vm.sh: the client, the device, and the
+/// device's firmware loader at another address). Runs only inside that guest
 /// (`BLE_VM=1`); Scripts/test-ble-bluez.sh boots it once and runs this suite for each link
 /// configuration: plain ATT at BlueZ's ATT MTU 517 (the whole suite), EATT (requests of one write), then
 /// plain ATT at ATT MTUs 498, 247, 65 and 23 (the device's own; echo at the buffer size and a file round
