@@ -12,7 +12,10 @@
 # plus:
 #   SMP_BLE_CLIENT_ADAPTER=hci0   SMP_BLE_CLIENT_ADDRESS=<its address>    (for the central / smp)
 #   SMP_BLE_DEVICE_ADAPTER=hci1   SMP_BLE_DEVICE_ADDRESS=<its address>    (for the peripheral / smp-sim)
-#   SMP_BLE_ADAPTERS="hci0 hci1"  BLE_VM_LOG_DIR=<guest logs>  BLE_VM=1
+#   SMP_BLE_LOADER_ADAPTER=hci2   SMP_BLE_LOADER_ADDRESS=<its address>    (with --controllers 3 or more: a
+#       second peripheral, e.g. smp-sim --ble-loader-adapter, whose firmware loader comes back as
+#       another peripheral at another address)
+#   SMP_BLE_ADAPTERS="hci0 hci1 ..."  BLE_VM_LOG_DIR=<guest logs>  BLE_VM=1
 #   DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket
 #   BLE_VM_RESTART_BLUETOOTHD=<command>: `$BLE_VM_RESTART_BLUETOOTHD channels=1 mtu=247` restarts
 #       bluetoothd with those [GATT] settings (Channels: ATT plus EATT bearers; ExchangeMTU: the ATT MTU
@@ -273,6 +276,7 @@ guest_init() {
             echo "export SMP_BLE_ADAPTERS='${adapters[*]}'"
             echo "export SMP_BLE_CLIENT_ADAPTER=${adapters[0]} SMP_BLE_CLIENT_ADDRESS=${addresses[0]}"
             ((controllers > 1)) && echo "export SMP_BLE_DEVICE_ADAPTER=${adapters[1]} SMP_BLE_DEVICE_ADDRESS=${addresses[1]}"
+            ((controllers > 2)) && echo "export SMP_BLE_LOADER_ADAPTER=${adapters[2]} SMP_BLE_LOADER_ADDRESS=${addresses[2]}"
         } >/run/ble-vm/adapters.sh
         local ready
         ready="$(cut -d' ' -f1 /proc/uptime)"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The Bluetooth LE suite on REAL BlueZ: boots one QEMU guest with the kernel's Bluetooth, two linked
-# virtual LE controllers and bluetoothd 5.66 (Scripts/ble-vm.sh), and runs RealBlueZTests in it once for
-# each link configuration, restarting only bluetoothd in between:
+# The Bluetooth LE suite on REAL BlueZ: boots one QEMU guest with the kernel's Bluetooth, three linked
+# virtual LE controllers (hci0 the client, hci1 the device, hci2 the device's firmware loader when it
+# comes back as another peripheral: SMP_BLE_LOADER_ADAPTER/_ADDRESS) and bluetoothd 5.66
+# (Scripts/ble-vm.sh --controllers 3), and runs RealBlueZTests in it once for each link configuration,
+# restarting only bluetoothd in between:
 #   att-517    [GATT] Channels 1 (plain ATT, as most Zephyr devices), ATT MTU 517   the whole suite
 #   eatt-517   Channels 3 (ATT + 2 EATT bearers, BlueZ's default), MTU 517   the whole suite but
 #              the relearning test: bluetoothd 5.66 reorders the pieces of a longer request over its
@@ -95,7 +97,7 @@ export SMP_BIN_DIR
 SMP_BIN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/smp-ble-bin.XXXXXX")" || exit 1
 trap 'rm -rf "$SMP_BIN_DIR"' EXIT
 cp .build/debug/smp .build/debug/smp-sim "$SMP_BIN_DIR/" && cp "$bundle" "$SMP_BIN_DIR/tests.xctest" || exit 1
-vm_args=(--timeout 2400)
+vm_args=(--timeout 2400 --controllers 3)
 [[ -n "$logs" ]] && vm_args+=(--logs "$logs")
 [[ -n "$btmon" ]] && vm_args+=(--btmon)
 bash Scripts/ble-vm.sh "${vm_args[@]}" -- bash Scripts/test-ble-bluez.sh --in-guest "$only" "$@"

@@ -148,6 +148,9 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds (fractional) the device stays silent after a reset that swaps images or installs an update.", valueName: "seconds"))
     var swapTime: Double = 0
 
+    @Option(help: ArgumentHelp("Seconds (fractional) the device takes to boot after every reset, before it answers or advertises again (default 0.05): a firmware loader or application that is slow to come back.", valueName: "seconds"))
+    var bootTime: Double?
+
     @Option(help: ArgumentHelp("Milliseconds MCUboot's serial recovery spends erasing one flash sector before it answers the chunk that reaches it (default 376, as measured on MCUboot's raw serial recovery; 0: no erase delay).", valueName: "ms"))
     var recoveryEraseTime: Int?
 
@@ -261,6 +264,7 @@ struct SMPSim: AsyncParsableCommand {
             throw ValidationError("--recovery-erase-sector must be at least 1 byte")
         }
         guard swapTime >= 0, swapTime <= 3600 else { throw ValidationError("--swap-time must be 0...3600 seconds") }
+        if let bootTime, !(0...3600).contains(bootTime) { throw ValidationError("--boot-time must be 0...3600 seconds") }
         if resetVanish && ptyLink == nil && !pty { throw ValidationError("--reset-vanish needs --pty or --pty-link") }
         for endpoint in udp {
             let (host, port) = try Self.hostPort(endpoint)
@@ -308,6 +312,7 @@ struct SMPSim: AsyncParsableCommand {
         if let loaderName { configuration.bootloader.firmwareLoaderName = loaderName }
         if suit { configuration.suit = SimulatedSUITConfiguration() }
         configuration.swapTime = .milliseconds(Int64((swapTime * 1000).rounded()))
+        if let bootTime { configuration.bootTime = .milliseconds(Int64((bootTime * 1000).rounded())) }
         if let slotSize { configuration.imageSlotSize = slotSize }
         if let recoveryEraseTime { configuration.bootloader.serialRecoveryEraseTime = .milliseconds(recoveryEraseTime) }
         if let recoveryEraseSector { configuration.bootloader.serialRecoveryEraseSectorSize = recoveryEraseSector }

@@ -193,6 +193,28 @@ struct BLEEndToEndTests {
         }
     }
 
+    /// A firmware loader that comes up later than one scan lasts (`--boot-time 5`, scans of 2 s from the
+    /// URI's `timeout`): smp looks for it again until the reconnect timeout. Before, the loader was looked
+    /// for once, by the upload's first request, and the upgrade failed after that one scan (seen on real
+    /// BlueZ, where BlueZ missed the loader's first advertisement now and then).
+    @Test func aFirmwareLoaderSlowerThanOneScanIsLookedForUntilTheReconnectTimeout() async throws {
+        try await withBLESimulator(
+            ["--bootloader-mode", "firmware-loader", "--boot-time", "5", "--ble-loader-adapter", BLERig.loaderAdapter]
+        ) { session in
+            let (image, hash) = try DFUPackages.image(version: (4, 2, 0), size: 16 * 1024, seed: 13)
+            let path = try DFUPackages.write(image, "app.bin", in: session.directory)
+            let run = try await session.smp(
+                ["--json", "-v", "dfu", path, "--loader-name", "FL_BLE03"], device: BLEEndToEndTests.device + "?timeout=2", timeout: 150)
+            expectSuccess(run)
+            #expect(run.stderr.contains("found the firmware loader (\"FL_BLE03\") at"), "\(run.stderr)")
+            #expect((run.stdout + run.stderr).contains("no Bluetooth LE device name=FL_BLE03 found"), "the first scans missed it: \(run.stdout)")
+            let list = try await session.smp(["--json", "image", "list"])
+            expectSuccess(list)
+            let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
+            #expect(active?["hash"] as? String == hex(hash), "\(list)")
+        }
+    }
+
     @Test func clientsUsingSocketsAndDBusTakeTurns() async throws {
         // Each smp run connects afresh; the two ways to write and be notified must not disturb each other.
         try await withBLESimulator { session in

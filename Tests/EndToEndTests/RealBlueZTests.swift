@@ -3,7 +3,8 @@ import TestSupport
 import Testing
 
 /// `smp` against `smp-sim --ble` through REAL BlueZ 5.66: bluetoothd and the kernel's Bluetooth in a
-/// QEMU guest with two linked virtual controllers (Scripts/ble-vm.sh). Runs only inside that guest
+/// QEMU guest with three linked virtual controllers (Scripts/ble-vm.sh: the client, the device, and the
+/// device's firmware loader at another address). Runs only inside that guest
 /// (`BLE_VM=1`); Scripts/test-ble-bluez.sh boots it once and runs this suite for each link
 /// configuration: plain ATT at BlueZ's ATT MTU 517 (the whole suite), EATT (requests of one write), then
 /// plain ATT at ATT MTUs 498, 247, 65 and 23 (the device's own; echo at the buffer size and a file round
@@ -278,6 +279,57 @@ struct RealBlueZTests {
         }
     }
 
+    /// Nordic's Firmware Loader flow on real BlueZ: the application (hci1) stores the loader's name,
+    /// resets with boot_mode 1, and the loader comes back as another peripheral (hci2: another address,
+    /// another name); `smp dfu` finds it by that name, uploads, resets, and the application runs the new
+    /// image at its own address again. Twice: the second upgrade finds the loader under a new name at an
+    /// address BlueZ already knows under another (the name it read from the loader's GAP service after
+    /// connecting), as a second upgrade of the same device with a generated name does.
+    @Test(.enabled(if: RealBlueZ.suite == .full && RealBlueZ.loaderAddress != nil))
+    func firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName() async throws {
+        let loaderAdapter = RealBlueZ.loaderAdapter, loaderAddress = try #require(RealBlueZ.loaderAddress)
+        try await withDevice(["--bootloader-mode", "firmware-loader", "--ble-loader-adapter", loaderAdapter]) { session in
+            for (round, name) in ["FL_BLUEZ1", "FL_BLUEZ2"].enumerated() {
+                let (image, hash) = try DFUPackages.image(version: (3, UInt8(round + 1), 0), size: 48 * 1024, seed: 23 + UInt64(round))
+                let path = try DFUPackages.write(image, "app\(round).bin", in: session.directory)
+                let run = try await session.smp(["--json", "-v", "dfu", path, "--loader-name", name], timeout: 400)
+                expectSuccess(run)
+                let result = dfuResult(run) ?? [:]
+                #expect(result["status"] as? String == "success", "\(result)")
+                #expect(jsonInt(result["bootloader_mode"]) == 7, "\(result)")
+                #expect((result["uploaded"] as? [Any])?.count == 1, "\(result)")
+                let states = dfuEvents(run).compactMap { $0["event"] as? String == "state" ? $0["to"] as? String : nil }
+                #expect(
+                    states.starts(with: [
+                        "requestMcuMgrParameters", "bootloaderInfo", "validate", "resetIntoFirmwareLoader", "reconnect", "upload", "reset",
+                        "reconnect", "success",
+                    ]), "\(states)")
+                // The loader advertised on its own adapter, under the name the application stored, and smp
+                // reached it there by name (BlueZ labels it with the GAP name it read after connecting:
+                // here the name of the loader's adapter).
+                // (The simulator prints the loader's address when it first registers it.)
+                #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("ble \(loaderAdapter) ") && $0.contains(" advertising \(name) (firmware loader)") } != nil)
+                if round == 0 {
+                    #expect(await session.sim.waitForLine(timeout: 30) { $0.contains("ble \(loaderAdapter) \(loaderAddress) advertising") } != nil)
+                }
+                #expect(run.stderr.contains("looking for the firmware loader (\"\(name)\") as ble:name=\(name)"), "\(run.stderr)")
+                #expect(run.stderr.contains("found the firmware loader (\"\(name)\") at"), "\(run.stderr)")
+                let loaderLink = run.stderr.split(separator: "\n").first { $0.contains("BLE link ble:name=\(name)") && $0.contains("characteristic") }
+                #expect(loaderLink?.contains("(\(loaderAddress))") == true, "\(run.stderr)")
+                // smp left neither peripheral connected (a connected device advertises to nobody).
+                #expect(await RealBlueZ.waitUntilDisconnected(address: loaderAddress), "smp left the loader \(loaderAddress) connected")
+                #expect(await RealBlueZ.waitUntilDisconnected(), "smp left \(RealBlueZ.deviceAddress) connected")
+                // The application at its own address runs the new image from slot 0, confirmed.
+                let list = try await session.smp(["--json", "image", "list"])
+                expectSuccess(list)
+                let active = (jsonObject(list)?["images"] as? [[String: Any]] ?? []).first { $0["active"] as? Bool == true }
+                #expect(active?["hash"] as? String == hex(hash), "\(list)")
+                #expect(active?["slot"] as? Int == 0 && active?["version"] as? String == "3.\(round + 1).0", "\(list)")
+                #expect(active?["confirmed"] as? Bool == true, "\(list)")
+            }
+        }
+    }
+
     // MARK: Pairing (the last tests of the full suite: the one that leaves pairing unanswered last)
 
     /// `smp` without a device option (the `ble` commands), with the session's cache.
@@ -392,6 +444,10 @@ enum RealBlueZ {
     static let deviceAdapter = environment["SMP_BLE_DEVICE_ADAPTER"] ?? "hci1"
     static let deviceAddress = environment["SMP_BLE_DEVICE_ADDRESS"] ?? ""
     static let clientAddress = environment["SMP_BLE_CLIENT_ADDRESS"] ?? ""
+    /// A third controller for a peripheral that comes back at another address (the device's firmware
+    /// loader, `smp-sim --ble-loader-adapter`): nil when the guest has only two.
+    static let loaderAdapter = environment["SMP_BLE_LOADER_ADAPTER"] ?? "hci2"
+    static let loaderAddress = environment["SMP_BLE_LOADER_ADDRESS"]
     /// The longest notification value a BlueZ 5.66 peripheral sends in one piece over an EATT bearer
     /// (seen: a 509-byte answer arrived as 488 + 21 bytes).
     static let eattNotificationPayload = 488
@@ -432,14 +488,16 @@ enum RealBlueZ {
         return nil
     }
 
-    /// The device's object on the client's adapter.
-    static var devicePath: String { "/org/bluez/\(clientAdapter)/dev_\(deviceAddress.replacingOccurrences(of: ":", with: "_"))" }
+    /// The device's object (or that of another address) on the client's adapter.
+    static func devicePath(_ address: String = deviceAddress) -> String {
+        "/org/bluez/\(clientAdapter)/dev_\(address.replacingOccurrences(of: ":", with: "_"))"
+    }
 
     /// A property of the device's object as `dbus-send` prints it; the run fails when BlueZ has no such device.
-    static func deviceProperty(_ name: String) async -> ProcessResult? {
+    static func deviceProperty(_ name: String, address: String = deviceAddress) async -> ProcessResult? {
         try? await ProcessRunner.run(
             URL(fileURLWithPath: "/usr/bin/dbus-send"),
-            ["--system", "--print-reply=literal", "--dest=org.bluez", devicePath, "org.freedesktop.DBus.Properties.Get",
+            ["--system", "--print-reply=literal", "--dest=org.bluez", devicePath(address), "org.freedesktop.DBus.Properties.Get",
              "string:org.bluez.Device1", "string:\(name)"], timeout: 10)
     }
 
@@ -447,9 +505,9 @@ enum RealBlueZ {
     static func knowsDevice() async -> Bool { await deviceProperty("Address")?.status == 0 }
 
     /// Waits until BlueZ on the client's adapter reports the device disconnected (30 s at most).
-    static func waitUntilDisconnected() async -> Bool {
+    static func waitUntilDisconnected(address: String = deviceAddress) async -> Bool {
         for _ in 0..<300 {
-            let result = await deviceProperty("Connected")
+            let result = await deviceProperty("Connected", address: address)
             // Gone (BlueZ removed it) or Connected false.
             if let result, result.status != 0 || result.stdout.contains("false") { return true }
             try? await Task.sleep(for: .milliseconds(100))

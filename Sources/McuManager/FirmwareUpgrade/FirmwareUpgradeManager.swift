@@ -55,8 +55,14 @@ public actor FirmwareUpgradeManager {
         }
     }
 
-    /// The client requests go through; replaced when the reconnection strategy returns another transport.
+    /// The client requests go through; replaced when the reconnection strategy returns another transport
+    /// (a firmware loader reached as another Bluetooth LE peripheral), and the caller's own client again
+    /// when the strategy returns the caller's transport (the application after the loader): the link
+    /// the caller closes is then the one in use. A client the manager made is the manager's to close:
+    /// when the upgrade ends on one (it failed while the loader was connected), close it too.
     public private(set) var client: McuMgrClient
+    /// The client the manager was made with.
+    private let callerClient: McuMgrClient
     /// Runtime settings.
     public nonisolated let options: Options
     private let reconnection: FirmwareUpgradeReconnection
@@ -90,6 +96,7 @@ public actor FirmwareUpgradeManager {
         logger: Logger = Logger(label: "mcumgr.dfu", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.client = client
+        self.callerClient = client
         self.clock = client.clock
         self.reconnection = reconnection
         self.options = options
@@ -521,12 +528,18 @@ public actor FirmwareUpgradeManager {
         log(.debug, "reconnecting to \(target)")
         let strategy = reconnection
         let logger = self.logger
+        let callerClient = self.callerClient
         spawn(&run) { client, _ in
             .reconnected(
                 await Self.catching {
                     await client.close()
                     let transport = try await strategy.connect(client.transport, target)
                     if transport === client.transport { return client }
+                    // Back on the caller's transport (the application after its firmware loader): the
+                    // caller's client, which the caller closes; a client of the manager's own would
+                    // keep that link open after the caller closed its client (seen on real BlueZ: the
+                    // device stayed connected after `smp dfu` exited, and advertised to nobody).
+                    if transport === callerClient.transport { return callerClient }
                     return McuMgrClient(
                         transport: transport, configuration: client.configuration, logger: logger, clock: client.clock)
                 })

@@ -101,6 +101,26 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
             maximumWriteLength: mtu, deviceBufferSize: deviceBufferSize, deviceReassembles: reassembles)
     }
 
+    /// Looks for the device (by address or advertised name: a scan of `scanTimeout` when BlueZ has not
+    /// seen it yet) without connecting: the device as BlueZ knows it, so that `open` then connects
+    /// without a scan of its own. A firmware upgrade calls it while it waits for a device that comes back
+    /// as another peripheral (a firmware loader), so that the wait lasts its reconnect timeout and not
+    /// one scan.
+    /// - Throws: `McuMgrError` (.transport) naming what was seen when the device was not found.
+    public func locate() async throws -> BlueZDeviceInfo {
+        let client: BlueZClient
+        do {
+            client = try await BlueZClient.connect(busAddress: configuration.busAddress)
+        } catch let error as McuMgrError {
+            throw McuMgrError(.transport, "cannot reach BlueZ for \(name): \(error.message)")
+        }
+        defer { client.connection.close() }
+        let objects = try await client.objects()
+        let adapter = try client.adapter(named: configuration.adapter, in: objects)
+        return try await BleConnector(configuration: configuration, client: client, logger: logger, name: name)
+            .findDevice(adapter: adapter, objects: objects)
+    }
+
     public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
         let previous: BleLink? = lock.withLock {
             defer { link = nil }

@@ -263,10 +263,20 @@ struct DFUCommand: AsyncParsableCommand {
             _ = try await Self.run(
                 manager, images: package.images, configuration: configuration, resources: resourceData, view: view)
         } catch {
+            await Self.closeReplacedClient(of: manager, context)
             await follower?.stop()
             throw error
         }
+        await Self.closeReplacedClient(of: manager, context)
         await follower?.stop()
+    }
+
+    /// Closes the manager's client when it is not the command's own (which `CommandRunner` closes): an
+    /// upgrade that ended on the firmware loader's link (another Bluetooth LE peripheral) would leave
+    /// that device connected, and a connected device does not advertise to the next command.
+    static func closeReplacedClient(of manager: FirmwareUpgradeManager, _ context: CommandContext) async {
+        let current = await manager.client
+        if current !== context.client { await current.close() }
     }
 
     /// Reopens the followed board wherever it came back, with the same serial options.
@@ -334,8 +344,14 @@ struct DFUCommand: AsyncParsableCommand {
             if verbose { Terminal.error("device: looking for \(target) as ble:\(wanted)") }
             var configuration = original.configuration
             configuration.target = wanted
-            return McuMgrBleTransport(
+            let transport = McuMgrBleTransport(
                 configuration: configuration, logger: logger, deviceMemory: original.deviceMemory, pairing: original.pairing)
+            // Found here, while the upgrade waits for it: a loader that boots or starts advertising later
+            // than one scan (or whose first advertisement BlueZ missed) is looked for again until the
+            // reconnect timeout, instead of failing the upload's first request.
+            let found = try await transport.locate()
+            if verbose { Terminal.error("device: found \(target) at \(found.label)") }
+            return transport
         })
     }
 

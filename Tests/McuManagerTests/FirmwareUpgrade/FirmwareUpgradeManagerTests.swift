@@ -374,6 +374,35 @@ struct FirmwareUpgradeManagerTests {
         #expect(rig.device.slot(holding: image.hash)?.confirmed == true)
     }
 
+    /// Firmware-loader mode with the loader reached through a transport of its own (Bluetooth LE: another
+    /// peripheral): the loader's link is closed when the application comes back, and the application's
+    /// link is the caller's client again, so that closing it ends the last link (on real BlueZ the
+    /// device stayed connected after `smp dfu`, which closed only its own, already closed client).
+    @Test func afterTheFirmwareLoaderTheCallersClientCarriesTheApplicationLink() async throws {
+        let rig = ManagerRig { $0.bootloader.mode = .firmwareLoader }
+        let loader = OpenCloseCountingTransport(InMemorySimulatorTransport(device: rig.device))
+        let targets = ManagerTestBox<[FirmwareUpgradeReconnectionTarget]>([])
+        let strategy = FirmwareUpgradeReconnection(targeting: { [tap = rig.tap] _, target in
+            targets.withValue { $0.append(target) }
+            switch target {
+            case .firmwareLoader: return loader
+            case .application: return tap
+            }
+        })
+        let manager = FirmwareUpgradeManager(client: rig.client, reconnection: strategy, options: DFUFixtures.options)
+        let image = DFUFixtures.image(seed: 12)
+        _ = try await manager.upgrade(
+            images: [image], configuration: DFUFixtures.configuration(.confirmOnly) { $0.firmwareLoaderName = "FL_UNIT1" })
+        #expect(targets.current == [.firmwareLoader(name: "FL_UNIT1"), .application], "\(targets.current)")
+        #expect(loader.opens >= 1 && loader.closes == loader.opens, "opened \(loader.opens), closed \(loader.closes)")
+        #expect(await manager.client === rig.client)
+        #expect(rig.device.slot(holding: image.hash)?.slot == 0)
+        // The caller's client is the one in use: it answers, and closing it closes the last link.
+        _ = try await DefaultManager(client: rig.client).echo("back")
+        await rig.client.close()
+        #expect(loader.closes == loader.opens)
+    }
+
     @Test func theDelegateGetsTheIOSCallsInOrder() async throws {
         let rig = ManagerRig()
         let delegate = RecordingDelegate()
@@ -524,5 +553,26 @@ struct FirmwareUpgradeManagerSingleApplicationTests {
         #expect(error?.returnCode == .notSupported)
         #expect(error?.message.contains("did not enter MCUboot's serial recovery") == true, "\(String(describing: error))")
         #expect(rig.device.resetCount == 1)
+    }
+}
+
+/// Counts how often a transport was opened and closed.
+final class OpenCloseCountingTransport: McuMgrTransport, @unchecked Sendable {
+    let inner: any McuMgrTransport
+    private let counts = ManagerTestBox((opens: 0, closes: 0))
+    init(_ inner: any McuMgrTransport) { self.inner = inner }
+    var opens: Int { counts.current.opens }
+    var closes: Int { counts.current.closes }
+    var name: String { inner.name }
+    var mtu: Int { inner.mtu }
+    var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
+    func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
+        counts.withValue { $0.opens += 1 }
+        try await inner.open(handler)
+    }
+    func send(_ bytes: [UInt8]) throws { try inner.send(bytes) }
+    func close() async {
+        counts.withValue { $0.closes += 1 }
+        await inner.close()
     }
 }
