@@ -16,13 +16,14 @@ import Testing
         let log: String
         let cache: String
 
-        /// The device as smp addresses it. Over UDP with a fixed resend interval of 5 s: the budget counts
-        /// the requests smp decides to send, and the session's adaptive timeout (a few round trips of a
-        /// millisecond here) resends a request whose answer a loaded machine delivers late, which the
-        /// device logs again (and a repeated first chunk of a file changes what follows: it is appended).
-        /// Resends themselves are tested in virtual time (`McuMgrClientTimingTests`).
+        /// The device as smp addresses it, with a fixed resend interval of 5 s: the budget counts the
+        /// requests smp decides to send, and the session's adaptive timeout (a few round trips of a
+        /// millisecond or two here) resends a request whose answer a loaded machine delivers late, which
+        /// the device logs again, and whose second answer changes what smp does next (FS error 11 to a
+        /// repeated chunk, a repeated first chunk appended). Resends themselves are tested in virtual time
+        /// (`McuMgrClientTimingTests`). A frame the device drops is not logged: its resend counts once.
         var device: String {
-            session.link == .udp ? session.device + "?retransmit=5000" : session.device
+            session.device + (session.device.contains("?") ? "&" : "?") + "retransmit=5000"
         }
 
         /// Runs smp and returns the requests the device received meanwhile.
