@@ -210,15 +210,21 @@ def probe_both(links, make, next_seqs, wait=0.2, late=3.0, attempts=3):
 
 def answers_to_both(links, seq, send, wait=1.0, late=5.0):
     """Sends a request to every link (`send(link)`) and returns {name: answers with sequence number
-    `seq`}, each returned as soon as it arrives; when one device answered and the other not within
-    `wait` s, the other gets `late` s more (a loaded machine delays an answer, not its content)."""
+    `seq`}, each returned as soon as it arrives, then 50 ms for the device to give its line buffers back
+    (five ticks). When one device answered and the other not within `wait` s, the other gets `late` s
+    more, and then the request once more: a loaded machine delays an answer, or (a device process that
+    ran late, its line buffers still taken) drops the request, but does not change an answer."""
     got = {}
     for name, link in links.items():
         send(link)
         got[name] = link.answer_to(seq, wait)
+        time.sleep(0.05)
     if any(got.values()):
         for name, link in links.items():
             if not got[name]:
+                got[name] = link.answer_to(seq, late)
+            if not got[name]:
+                send(link)
                 got[name] = link.answer_to(seq, late)
     return got
 
