@@ -87,6 +87,10 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         /// Where the device's buffers and unfinished file uploads are kept for the next connection; nil
         /// asks the device every time.
         public var parametersMemory: DeviceParametersMemory?
+        /// Resend a request that got no answer after this fixed interval instead of the timeout measured
+        /// from round trips (`retransmit=` in the device URI): for a device whose answers come late now and
+        /// then, or a test that counts the requests a command decides to send.
+        public var retransmitInterval: Duration?
 
         public init(
             path: String, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
@@ -136,8 +140,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         // measured timeout, not sooner than 300 ms (devices erase flash sectors between chunks; a late
         // copy is answered and ignored). A frame we drop is resent at once (`answerLost`).
         SMPSessionConfiguration(
-            window: configuration.window ?? 1, adaptiveRetransmit: true, retransmitFloor: .milliseconds(300),
-            maximumRetransmits: 16)
+            window: configuration.window ?? 1, retransmitInterval: configuration.retransmitInterval,
+            adaptiveRetransmit: true, retransmitFloor: .milliseconds(300), maximumRetransmits: 16)
     }
 
     /// What the link carries now: the console line limits (configured, or learned by probing) bound the

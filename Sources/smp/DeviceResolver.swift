@@ -28,10 +28,11 @@ enum DeviceResolver {
     static func transport(for uri: McuMgrDeviceURI, logger: Logger, pair: Bool = false) throws -> any McuMgrTransport {
         switch uri.scheme {
         case .serial:
-            try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow"])
+            try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow", "retransmit"])
             var configuration = SerialTransport.Configuration(path: uri.target, consoleLineMemory: .standard)
             configuration.parametersMemory = .standard
             try applySerialOptions(uri, to: &configuration)
+            if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return SerialTransport(configuration: configuration, logger: logger)
         case .udp:
             try checkOptions(uri, allowed: ["mtu", "retransmit"])

@@ -16,12 +16,22 @@ import Testing
         let log: String
         let cache: String
 
+        /// The device as smp addresses it, with a fixed resend interval of 5 s: the budget counts the
+        /// requests smp decides to send, and the session's adaptive timeout (a few round trips of a
+        /// millisecond or two here) resends a request whose answer a loaded machine delivers late, which
+        /// the device logs again, and whose second answer changes what smp does next (FS error 11 to a
+        /// repeated chunk, a repeated first chunk appended). Resends themselves are tested in virtual time
+        /// (`McuMgrClientTimingTests`). A frame the device drops is not logged: its resend counts once.
+        var device: String {
+            session.device + (session.device.contains("?") ? "&" : "?") + "retransmit=5000"
+        }
+
         /// Runs smp and returns the requests the device received meanwhile.
         func requests(_ arguments: String...) async throws -> [String] {
             // Emptied in place: smp-sim keeps the file open (appending), so it must stay the same file.
             guard truncate(log, 0) == 0 else { throw E2EError("cannot empty \(log)") }
             let result = try await ProcessRunner.run(
-                TestEnvironment.smp, ["--device", session.device] + arguments, timeout: 60,
+                TestEnvironment.smp, ["--device", device] + arguments, timeout: 60,
                 environment: ["XDG_CACHE_HOME": cache])
             expectSuccess(result)
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

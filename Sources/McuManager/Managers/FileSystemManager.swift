@@ -891,6 +891,13 @@ public struct FileUploadTarget: ChunkedUploadTarget {
         return FileUploadRequest(name: name, offset: fileOffset, data: data, length: fileOffset == 0 ? size : nil)
     }
 
+    /// FS error 11 with `len`: the device took nothing of the chunk and holds `len` bytes.
+    public func refusesChunkOffset(_ packet: SMPPacket) -> Bool {
+        guard let item = try? CBOR(decoding: packet.payload), case .groupError(let error) = SMPResponseStatus(response: item)
+        else { return false }
+        return error.group == .fileSystem && error.rc == 11 && item["len"] != nil
+    }
+
     public func deviceOffset(from packet: SMPPacket) throws -> Int {
         let fileOffset: Int
         if let item = try? CBOR(decoding: packet.payload),

@@ -17,10 +17,15 @@ public protocol ChunkedUploadTarget: Sendable {
     /// Whether the device may spend seconds on the first chunk (an image slot's erase), so that it is not
     /// resent sooner than the transport's `eraseResendFloor`. Default: true.
     var firstChunkMayErase: Bool { get }
+    /// Whether `packet` refuses the chunk for its offset and names the device's own instead (Zephyr's fs
+    /// error 11 with `len`): the device took none of the chunk, and every byte before the offset it names
+    /// came from an earlier request. Default: false (the answer's offset is all there is to read).
+    func refusesChunkOffset(_ packet: SMPPacket) -> Bool
 }
 
 extension ChunkedUploadTarget {
     public var firstChunkMayErase: Bool { true }
+    public func refusesChunkOffset(_ packet: SMPPacket) -> Bool { false }
 }
 
 /// The pipelined upload engine shared by image, file and SUIT uploads: a thin runner of
@@ -69,7 +74,8 @@ public struct ChunkedUploader<Target: ChunkedUploadTarget>: Sendable {
                 name: Target.Request.operationName,
                 firstChunkMayErase: target.firstChunkMayErase),
             request: { offset, data, total in try UploadEngine.encode(target.request(offset: offset, data: data, totalSize: total)) },
-            deviceOffset: { try target.deviceOffset(from: $0) })
+            deviceOffset: { try target.deviceOffset(from: $0) },
+            refusesOffset: { target.refusesChunkOffset($0) })
         return try await engine.upload(source, progress: progress)
     }
 }
@@ -96,6 +102,8 @@ struct UploadEngine: Sendable {
     let request: @Sendable (_ offset: Int, _ data: Data, _ total: Int) throws -> [UInt8]
     /// The device's next offset from its answer to a chunk.
     let deviceOffset: @Sendable (SMPPacket) throws -> Int
+    /// Whether an answer refuses its chunk for the chunk's offset (`ChunkedUploadTarget.refusesChunkOffset`).
+    var refusesOffset: @Sendable (SMPPacket) -> Bool = { _ in false }
 
     /// Uploads all of `source` (see `ChunkedUploader.upload(_:progress:)`).
     func upload(_ source: any UploadSource, progress: TransferProgressHandler?) async throws -> UploadResult {
@@ -324,6 +332,18 @@ struct UploadEngine: Sendable {
                 case .success(let packet):
                     do {
                         let offset = try deviceOffset(packet)
+                        if chunk.offset > 0, offset > chunk.offset, !submittedAgain.contains(chunk),
+                            client.resendCount == entry.resendsBefore, refusesOffset(packet)
+                        {
+                            // The device refused this chunk, sent once and never resent, yet holds bytes at its
+                            // offset: bytes no request of this upload put there. Zephyr appends a late copy of
+                            // the first chunk to the file it has open (a resend whose original was only late),
+                            // and its offset then covers both copies, which reads like this chunk's
+                            // acknowledgement when the chunks have the same length. The caller starts again.
+                            throw McuMgrError(
+                                .protocolViolation,
+                                "\(name): the device refused the chunk at offset \(chunk.offset) but holds \(offset) bytes, which this upload did not send there (a repeated first chunk was appended)")
+                        }
                         // A resend since the previous answer means the link lost something.
                         let resends = client.resendCount
                         actions = machine.answered(chunk, deviceOffset: offset, linkResent: resends > resendsSeen, now: now())

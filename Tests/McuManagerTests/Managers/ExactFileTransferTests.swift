@@ -127,8 +127,9 @@ import Testing
     @Test func aFirstChunkTakenTwiceWhoseCopyWasAppendedIsFoundAndSentAgain() async throws {
         // A late or duplicated copy of the first chunk reaches the device after the original: Zephyr appends
         // it to the new file it has open, answers the next chunk with FS error 11 and `len` = both copies,
-        // which looks like that chunk's acknowledgement. Only the whole file's hash shows the difference:
-        // the upload closes the file and sends it again from offset 0 (which truncates it), once.
+        // which looks like that chunk's acknowledgement (the chunks have the same length). But the device
+        // refused that chunk, sent once: the bytes it holds at its offset are not this upload's. The upload
+        // closes the file and sends it again from offset 0 (which truncates it) at once, before any hash.
         let r = try Rig(timeout: .seconds(5))
         defer { try? FileManager.default.removeItem(at: r.directory) }
         let bytes = managerTestBytes(1500, seed: 32)  // 5 chunks: no resume check, one hash at the end
@@ -138,7 +139,25 @@ import Testing
         #expect(r.model.file("/lfs1/dup.bin") == bytes)
         #expect(r.model.offsetErrors == 1)
         let firstChunks = r.uploads.filter { smpBody($0)["off"]?.int == 0 }
-        #expect(firstChunks.count == 2, "sent, and again after the hash showed the copy")
+        #expect(firstChunks.count == 2, "sent, and again after the refused second chunk")
+        // The first chunk, the refused second one, a close, the five chunks again; then the close, length
+        // and hash of an upload that started over. No hash of the corrupted copy.
+        #expect(r.commands == [0, 0, 4] + Array(repeating: 0, count: 5) + [4, 1, 2], "\(r.commands)")
+    }
+
+    @Test func anAppendedCopyOfTheFirstChunkIsFoundWithoutVerification() async throws {
+        // The same copy with `verify: false`: no hash would show it, so the refused chunk must. Before, the
+        // upload went on from the device's offset and left a file of the right length with the first chunk
+        // twice in it, reported as a success.
+        let r = try Rig(timeout: .seconds(5))
+        defer { try? FileManager.default.removeItem(at: r.directory) }
+        let bytes = managerTestBytes(1500, seed: 34)
+        r.model.duplicateWrite = { offset, count in offset == 0 && count == 1 }
+        let result = try await r.manager.upload(
+            try r.local(bytes), to: "/lfs1/dup-unverified.bin", verify: false, configuration: Self.quick)
+        #expect(result.bytes == 1500)
+        #expect(r.model.file("/lfs1/dup-unverified.bin") == bytes)
+        #expect(!r.commands.contains(2), "no hash asked for: \(r.commands)")
     }
 
     @Test func anInterruptedUploadResumesFromTheDevicesBytes() async throws {

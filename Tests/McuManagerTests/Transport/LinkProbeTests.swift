@@ -16,6 +16,9 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     /// Firmware without `os params` answers it NOT_SUPPORTED (rc 8).
     let parameters: Bool
     private let handler = ManagerTestBox<(@Sendable (McuMgrTransportEvent) -> Void)?>(nil)
+    /// Whether the device dropped the frame sent last; taken with every send (see `driveTime(_:)`).
+    private let lastSend = ManagerTestBox(false)
+    private let (drops, dropSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
     init(
         deviceLines: LinkLimits.ConsoleLines, bufferSize: Int, fixed: LinkLimits.ConsoleLines? = nil, parameters: Bool = true,
@@ -50,6 +53,8 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
             if final { $0.probed = true }
         }
     }
+    /// Wakes `driveTime` (to see that it is done).
+    func pokeDrops() { dropSink.yield() }
     /// Sizes of the packets the device never saw.
     var dropped: [Int] { state.current.dropped }
     /// Sizes of the packets the device got.
@@ -67,8 +72,14 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
         // Each burst (paced by the transport) must fit the device's line buffers.
         let fits = frame.allSatisfy { $0.count <= device.length } && min(lines.count, frame.count) <= device.count
             && packet.count + 4 <= inner.device.configuration.bufferSize
-        state.withValue { fits ? $0.delivered.append(packet.count) : $0.dropped.append(packet.count) }
-        guard fits else { return }
+        lastSend.withValue { dropped in
+            dropped = !fits
+            state.withValue { fits ? $0.delivered.append(packet.count) : $0.dropped.append(packet.count) }
+        }
+        guard fits else {
+            dropSink.yield()
+            return
+        }
         if !parameters, let request = try? SMPPacket(decoding: packet), request.header.group == .os,
             request.header.command.rawValue == 6
         {
@@ -82,10 +93,53 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     }
 }
 
+extension LineBufferedConsoleTransport {
+    /// Runs the client's time for an upload over this link: `clock` stands still while the device answers
+    /// (an answer here takes no time at all), and moves to the earliest sleeper's deadline only while the
+    /// frame sent last was dropped, which only a timeout can end. So a probe that was answered is never
+    /// taken for lost however slow the machine, and a dropped one times out at once. A send and the
+    /// decision to move time exclude each other: time never moves past a frame the device took.
+    /// Returns when `done` is set (then poke the clock with a sleep of any length).
+    func driveTime(_ clock: ManualClock, until done: ManagerTestBox<Bool>) async {
+        for await _ in drops {
+            while !done.current {
+                await clock.waitForSleepers { !$0.isEmpty || done.current }
+                let waiting = lastSend.withValue { dropped -> Bool in
+                    guard dropped, !done.current, let next = clock.pendingDeadlines.first else { return false }
+                    clock.advance(to: next)
+                    return true
+                }
+                guard waiting else { break }
+                await Task.yield()
+            }
+            if done.current { return }
+        }
+    }
+}
+
 @Suite("Link probe: console line limits learned from the device", .timeLimit(.minutes(2)))
 struct LinkProbeTests {
+    /// An upload in virtual time (`driveTime`): the probe waits a few round trips for each answer, a
+    /// margin of tens of milliseconds that a loaded machine missed on the wall clock (it then learned 2
+    /// lines where the device holds 3).
+    static func upload(_ size: Int, over transport: LineBufferedConsoleTransport) async throws -> FileSystemManager.TransferResult {
+        let clock = ManualClock()
+        let done = ManagerTestBox(false)
+        let driver = Task { await transport.driveTime(clock, until: done) }
+        defer {
+            done.withValue { $0 = true }
+            transport.pokeDrops()
+            let poke = Task { try? await clock.sleep(for: .seconds(1)) }
+            Task {
+                await driver.value
+                poke.cancel()
+            }
+        }
+        return try await upload(size, over: transport, clock: McuMgrClock(clock))
+    }
+
     static func upload(
-        _ size: Int, over transport: LineBufferedConsoleTransport, clock: McuMgrClock = .continuous
+        _ size: Int, over transport: LineBufferedConsoleTransport, clock: McuMgrClock
     ) async throws -> FileSystemManager.TransferResult {
         let client = McuMgrClient(transport: transport, configuration: .init(timeout: .seconds(5)), clock: clock)
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString).bin")

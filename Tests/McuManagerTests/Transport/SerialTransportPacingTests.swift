@@ -98,6 +98,11 @@ struct SerialTransportPacingTests {
         #expect(fixed.linkLimits.consoleLines == .init(length: 511, count: 4))
         #expect(fixed.linkLimits.framesInFlight == 2)
         #expect(fixed.sessionDefaults.window == 2)
+        // Resends: measured from round trips, unless a fixed interval is set (`retransmit=`).
+        #expect(plain.sessionDefaults.retransmitInterval == nil && plain.sessionDefaults.adaptiveRetransmit)
+        var slow = SerialTransport.Configuration(path: "/dev/null")
+        slow.retransmitInterval = .seconds(5)
+        #expect(SerialTransport(configuration: slow).sessionDefaults.retransmitInterval == .seconds(5))
         // Learning keeps what the user fixed.
         let half = SerialTransport(configuration: .init(path: "/dev/null", lines: 3))
         half.learnConsoleLines(.init(length: 511, count: 8), final: true)
