@@ -317,9 +317,10 @@ public struct FileSystemManager: Sendable {
         _ remote: String, configuration: FileDownloadConfiguration,
         write: (_ piece: Data, _ written: Int, _ length: Int) throws -> Void
     ) async throws -> Int {
-        let clock = ContinuousClock()
+        // The client's clock (a test's manual one, or the system's) times requests, pauses and the stall.
+        let clock = client.clock
         let epoch = clock.now
-        func now() -> SMPInstant { SMPInstant(nanoseconds: (clock.now - epoch).nanosecondsClamped) }
+        func now() -> SMPInstant { SMPInstant(nanoseconds: epoch.duration(to: clock.now).nanosecondsClamped) }
         let transport = client.transport
         // The device's buffers as the link learned them on this connection, else as remembered.
         let link = transport.linkLimits
@@ -372,7 +373,7 @@ public struct FileSystemManager: Sendable {
                             group.addTask { try await request(offset, timeout: timeout) }
                         case .sendAfter(let delay, let offset, let timeout):
                             group.addTask {
-                                try await Task.sleep(for: delay)
+                                try await clock.sleep(for: delay)
                                 return try await request(offset, timeout: timeout)
                             }
                         case .write(let offset, let skip, let count):

@@ -1,0 +1,91 @@
+import Foundation
+import McuManager
+import McuMgrCore
+import Testing
+import TestSupport
+
+/// The download runner's timing in virtual time: a busy answer's pause and the stall timeout, at the
+/// exact instants.
+@Suite("FileSystemManager.download: busy pauses and the stall in virtual time", .timeLimit(.minutes(1)))
+struct FileDownloadTimingTests {
+    static let file = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+
+    /// Answers downloads of `file` in 100-byte chunks, except what `refuse` says for an offset and the
+    /// how-many-th request for it: busy (rc 10), or nothing.
+    static func link(clock: ManualClock, refuse: @escaping @Sendable (_ offset: Int, _ time: Int) -> CBOR??) -> VirtualTimeLink {
+        let seen = LockedValue<[Int: Int]>([:])
+        let session = SMPSessionConfiguration(
+            adaptiveRetransmit: true, retransmitFloor: .milliseconds(250), initialRetransmit: .seconds(1), maximumRetransmits: 16)
+        return VirtualTimeLink(clock: clock, session: session) { packet in
+            guard packet.header.group == .fileSystem, packet.header.command.rawValue == 0,
+                let offset = (try? CBOR(decoding: packet.payload))?["off"]?.int
+            else { return ["rc": 8] }
+            let time = seen.withValue { seen -> Int in
+                seen[offset, default: 0] += 1
+                return seen[offset]!
+            }
+            if let refusal = refuse(offset, time) { return refusal }
+            let end = min(file.count, offset + 100)
+            let data = CBOR.bytes(Array(file[offset..<end]))
+            return offset == 0
+                ? ["off": .unsigned(UInt64(offset)), "data": data, "len": .unsigned(UInt64(file.count))]
+                : ["off": .unsigned(UInt64(offset)), "data": data]
+        }
+    }
+
+    static func offsets(_ log: [VirtualTimeLink.Write]) -> [Int] {
+        log.compactMap { (try? CBOR(decoding: $0.packet.payload))?["off"]?.int }
+    }
+
+    @Test func aBusyAnswerIsAskedAgainExactlyTheBusyPauseLater() async throws {
+        let clock = ManualClock()
+        let link = Self.link(clock: clock) { offset, time in offset == 100 && time == 1 ? .some(["rc": 10]) : .none }
+        let client = McuMgrClient(transport: link, clock: McuMgrClock(clock))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("download-timing-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let local = directory.appendingPathComponent("f.bin")
+        let task = Task { try await FileSystemManager(client: client).download("/lfs1/f.bin", to: local, verify: false) }
+        await clock.waitForSleepers { $0 == [.milliseconds(100)] }
+        clock.advance(to: .milliseconds(99))
+        #expect(Self.offsets(link.log) == [0, 100], "nothing before the pause is over")
+        clock.advance(to: .milliseconds(100))
+        let result = try await task.value
+        #expect(result.bytes == 300)
+        #expect(FileManager.default.contents(atPath: local.path) == Self.file)
+        #expect(Self.offsets(link.log) == [0, 100, 100, 200])
+        #expect(link.log.map(\.at) == [.zero, .zero, .milliseconds(100), .milliseconds(100)])
+    }
+
+    @Test func noDataForTheStallTimeoutEndsTheDownloadThenAndNotBefore() async throws {
+        let clock = ManualClock()
+        let link = Self.link(clock: clock) { offset, _ in offset == 100 ? .some(nil) : .none }
+        let client = McuMgrClient(transport: link, configuration: .init(timeout: .seconds(10)), clock: McuMgrClock(clock))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("download-timing-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let local = directory.appendingPathComponent("f.bin")
+        let task = Task {
+            try await FileSystemManager(client: client).download(
+                "/lfs1/f.bin", to: local, verify: false, configuration: .init(stallTimeout: .seconds(3)))
+        }
+        // The request for offset 100 waits for the rest of the stall timeout (3 s), resent within it: time
+        // moves from one resend to the next until the next is due at 3 s or later.
+        var now = Duration.zero
+        while true {
+            let after = now
+            await clock.waitForSleepers { deadlines in deadlines.contains { $0 > after } }
+            guard let next = clock.pendingDeadlines.filter({ $0 > after }).min(), next < .seconds(3) else { break }
+            now = next
+            clock.advance(to: next)
+        }
+        clock.advance(to: .milliseconds(2999))
+        #expect(Self.offsets(link.log).allSatisfy { $0 <= 100 })
+        clock.advance(to: .seconds(3))
+        let error = await #expect(throws: McuMgrError.self) { try await task.value }
+        #expect(error?.kind == .timeout)
+        #expect(error?.message.contains("stalled: no data for 3.0 s at offset 100 of 300") == true, "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: local.path), "no partial file")
+        #expect(Self.offsets(link.log).filter { $0 == 100 }.count > 1, "resent within the stall timeout")
+    }
+}
