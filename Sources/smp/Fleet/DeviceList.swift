@@ -107,8 +107,11 @@ enum DeviceList {
     /// `sim:` URI with its options, or another URI without its options.
     static func identity(_ uri: McuMgrDeviceURI) -> String {
         if uri.scheme == .serial {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let path = realpath(uri.target, &buffer) != nil ? String(cString: buffer) : uri.target
+            var path = uri.target
+            if let resolved = realpath(uri.target, nil) {
+                path = String(cString: resolved)
+                free(resolved)
+            }
             return "serial:" + path
         }
         if uri.scheme == .udp {
