@@ -384,9 +384,10 @@ public actor McuMgrClient {
         for action in actions {
             switch action {
             case .send(let id, let bytes):
-                traceRequest(bytes)
                 do {
                     try transport.send(bytes)
+                    // Traced once sent: the trace's formatting and write are not in the round trip.
+                    traceRequest(bytes)
                 } catch let refusal as McuMgrError where refusal.kind == .usage {
                     // The link refused this packet (it cannot carry it to this device): only this
                     // request fails, with the link's reason; the link stays up for the others.

@@ -592,10 +592,18 @@ struct BleConnector {
         }
         state.apply(["Connected": .boolean(device.connected), "ServicesResolved": .boolean(device.servicesResolved)])
         let weConnected = !device.connected || ownership.calledConnect
+        // Where a slow link-up goes, for -v: the Connect call, the services, the Device Information.
+        var phase = ContinuousClock.now
+        func phaseDone(_ what: String) {
+            let now = ContinuousClock.now
+            logger.debug("BLE \(device.label): \(what) in \((now - phase).milliseconds) ms")
+            phase = now
+        }
         if !device.connected {
             ownership.calledConnect = true
             do {
                 try await client.connect(device, timeout: connectCallTimeout)
+                phaseDone("BlueZ answered Connect")
             } catch let error as DBusError {
                 let mapped = BlueZClient.map(error, "connecting to \(device.label)")
                 if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device), wantsPairing: true) }
@@ -639,6 +647,7 @@ struct BleConnector {
             throw McuMgrError(
                 .timeout, "\(device.label) connected but BlueZ did not resolve its GATT services within \(configuration.connectTimeout)")
         }
+        phaseDone(weConnected ? "connected with services resolved" : "found connected with services resolved")
         device = try await client.device(at: devicePath)
         // BlueZ reads the device's PnP ID (Device Information, 0x180A) after resolving its services and
         // only then sets Modalias, which tells a BlueZ peripheral (it takes shorter writes): wait for it
@@ -648,6 +657,7 @@ struct BleConnector {
                 try? await Task.sleep(for: .milliseconds(100))
                 if let fresh = try? await client.device(at: devicePath) { device = fresh }
             }
+            phaseDone(device.modalias == nil ? "no PnP ID (Device Information) read" : "PnP ID (Device Information) read")
         }
         let objects = try await client.objects()
         let candidates = objects.smpCharacteristics(of: devicePath)
