@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the library's documentation with DocC: the McuManager module's symbols and its catalog
-# (Sources/McuManager/McuManager.docc: getting started, transports, firmware upgrade, the simulator).
+# (Sources/McuManager/McuManager.docc: getting started, transports, firmware upgrade, the simulator, the
+# test rigs, the benchmarks).
 #   bash Scripts/docs.sh [--out DIR] [--static] [--verbose]    (default DIR: .build/docs)
 # Writes DIR/McuManager.doccarchive (open it with `docc preview`, or any static web server with --static:
 # --transform-for-static-hosting). Uses the toolchain's own `docc` and `swift package dump-symbol-graph`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzing with libFuzzer (README "Fuzzing"): builds the fuzz targets in Tests/Fuzz and runs them from
+# Fuzzing with libFuzzer (the Test rigs article, "Fuzzing"): builds the fuzz targets in Tests/Fuzz and runs them from
 # the seed corpora in Tests/Fuzz/Corpus/<target>.
 #
 #   Scripts/fuzz.sh build                      build the three fuzz binaries

@@ -1,6 +1,6 @@
 # Sourced by package.sh, bench-common.sh and bench-firmware.sh (not run on its own): the `swift build`
 # flags of release binaries as they ship, so that the package, the tarball and the benchmarks measure
-# the same binaries (README "Size and start-up").
+# the same binaries (the Benchmarks article, Sources/McuManager/McuManager.docc/Benchmarks.md).
 #   --static-swift-stdlib          the Swift runtime and FoundationEssentials linked in: no toolchain
 #                                  needed on the machine, no ~20 shared libraries loaded at start
 #   --experimental-lto-mode=full   whole-program optimisation of our modules and their dependencies

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds the fuzz seed corpora in Tests/Fuzz/Corpus (README "Fuzzing"); run with the test venv's Python
+"""Builds the fuzz seed corpora in Tests/Fuzz/Corpus (the Test rigs article, "Fuzzing"); run with the test venv's Python
 (Scripts/setup.sh), from the repository root:  $SMP_TEST_PYTHON Tests/Fuzz/make_seeds.py
 
 - console, raw, response, cbor: real traffic. Requests built by the independent `smp` package go to the
