@@ -281,6 +281,19 @@ struct BLEEndToEndTests {
         }
     }
 
+    @Test func aDeviceThatNeverAnswersIsExplainedForBluetooth() async throws {
+        // A device that takes every request and answers none: the link is up and the writes go through,
+        // and nothing comes back on the SMP characteristic.
+        try await withBLESimulator(["--faults", "silent-after=0"]) { session in
+            let result = try await session.smp(["--timeout", "2", "os", "echo", "lost"])
+            expectStatus(result, SMPExit.timeout)
+            #expect(result.stderr.contains("did not answer"), "\(result)")
+            #expect(result.stderr.contains("no notification came back on the SMP characteristic"), "\(result)")
+            #expect(result.stderr.contains("`smp ble forget \(BLERig.peripheralAddress)`"), "\(result)")
+            #expect(!result.stderr.contains("baud") && !result.stderr.contains("device URI is right"), "\(result)")
+        }
+    }
+
     @Test func unknownAddressListsTheDevicesSeen() async throws {
         try await withBLESimulator { session in
             let result = try await session.smp(["os", "echo", "x"], device: "ble:00:00:5E:00:53:99?timeout=1.5")

@@ -425,6 +425,8 @@ public actor McuMgrClient {
             var message = "\(transport.name) did not answer \(operation): \(error)."
             if let unusable = unusableData {
                 message += " D\(unusable.dropFirst())."
+            } else if let hint = (transport as? any McuMgrLinkAdvising)?.noAnswerHint {
+                message += " " + hint
             } else {
                 message +=
                     " Check that the device is connected and powered, runs firmware with SMP enabled, and that the device URI is right; raise --timeout for slow operations."

@@ -84,6 +84,13 @@ public protocol McuMgrLinkAdvising: McuMgrTransport {
     func hint(for returnCode: McuMgrReturnCode) -> String?
     /// What the user can do when data arrived but could not be read as SMP packets.
     var unusableDataHint: String? { get }
+    /// What the user can do when the link is up, requests went out and nothing at all came back
+    /// within the timeout; nil for the generic advice.
+    var noAnswerHint: String? { get }
+}
+
+extension McuMgrLinkAdvising {
+    public var noAnswerHint: String? { nil }
 }
 
 /// A transport over a serial console whose line limits can be learned from the device (`LinkProbe`).

@@ -996,4 +996,13 @@ extension McuMgrBleTransport: McuMgrLinkAdvising {
         }
         return "the answer's notifications arrived cut short or out of order (a device that sends them faster than the link takes them, or over several EATT bearers at once); retry, and if it persists try acquire=off or a lower mtu= in the device URI"
     }
+
+    /// The link is up and the writes went through, yet no notification came: the device's SMP server,
+    /// or BlueZ's copy of the device's services after a firmware change (BlueZ keeps a device's GATT
+    /// table; one without the Database Hash characteristic cannot tell it that the table changed).
+    public var noAnswerHint: String? {
+        var address = lock.withLock { link?.device.address?.rawValue } ?? "ADDRESS"
+        if case .address(let target) = configuration.target { address = target.rawValue }
+        return "The link is up and the requests went out, but no notification came back on the SMP characteristic: the device's SMP server may be busy (a flash erase: raise --timeout) or stuck (reset the device); after a firmware change, BlueZ may still use the device's old services: `smp ble forget \(address)`, then run the command again."
+    }
 }
