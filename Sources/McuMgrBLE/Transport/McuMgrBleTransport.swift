@@ -1001,8 +1001,10 @@ extension McuMgrBleTransport: McuMgrLinkAdvising {
     /// or BlueZ's copy of the device's services after a firmware change (BlueZ keeps a device's GATT
     /// table; one without the Database Hash characteristic cannot tell it that the table changed).
     public var noAnswerHint: String? {
-        var address = lock.withLock { link?.device.address?.rawValue } ?? "ADDRESS"
+        let device = lock.withLock { link?.device }
+        var address = device?.address?.rawValue ?? "ADDRESS"
         if case .address(let target) = configuration.target { address = target.rawValue }
-        return "The link is up and the requests went out, but no notification came back on the SMP characteristic: the device's SMP server may be busy (a flash erase: raise --timeout) or stuck (reset the device); after a firmware change, BlueZ may still use the device's old services: `smp ble forget \(address)`, then run the command again."
+        let pairAgain = device?.paired == true ? " (it forgets the bond too: pair again with `smp ble pair \(address)`)" : ""
+        return "The link is up and the requests went out, but no notification came back on the SMP characteristic: the device's SMP server may be busy (a flash erase: raise --timeout) or stuck (reset the device); after a firmware change, BlueZ may still use the device's old services: `smp ble forget \(address)`\(pairAgain), then run the command again."
     }
 }
