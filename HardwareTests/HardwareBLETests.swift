@@ -55,7 +55,9 @@ struct HardwareBLETests {
         let client = McuMgrClient(transport: try HardwareBLEBoard.transport())
         let os = DefaultManager(client: client)
         let parameters = try? await os.mcuMgrParameters()
-        await client.setWindow(max(1, (parameters?.bufferCount ?? 2) - 1))
+        // The device's buffers set the window (`LinkLimits.window`: buf_count - 1 over Bluetooth LE).
+        await client.refineLinkLimits(
+            deviceBufferSize: parameters?.bufferSize, deviceBufferCount: parameters?.bufferCount ?? 2, requestedWindow: nil)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<12 {
                 group.addTask {

@@ -84,9 +84,6 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         public var window: Int?
         /// Where line limits learned by probing are kept for the next connection; nil probes every time.
         public var consoleLineMemory: ConsoleLineMemory?
-        /// Where the device's buffers and unfinished file uploads are kept for the next connection; nil
-        /// asks the device every time.
-        public var parametersMemory: DeviceParametersMemory?
         /// Resend a request that got no answer after this fixed interval instead of the timeout measured
         /// from round trips (`retransmit=` in the device URI): for a device whose answers come late now and
         /// then, or a test that counts the requests a command decides to send.
@@ -134,18 +131,19 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     public let configuration: Configuration
     public var name: String { configuration.endpoint.description }
-    public var mtu: Int { linkLimits.maximumPacketSize }
-    public var sessionDefaults: SMPSessionConfiguration {
-        // A frame the device drops (a CRC error, a full line buffer) gets no answer: resend after the
-        // measured timeout, not sooner than 300 ms (devices erase flash sectors between chunks; a late
-        // copy is answered and ignored). A frame we drop is resent at once (`answerLost`).
+    /// The session on a serial line: a frame the device drops (a CRC error, a full line buffer) gets no
+    /// answer, so it is resent after the measured timeout, not sooner than 300 ms (devices erase flash
+    /// sectors between chunks; a late copy is answered and ignored). A frame we drop is resent at once
+    /// (`answerLost`).
+    private var session: SMPSessionConfiguration {
         SMPSessionConfiguration(
             window: configuration.window ?? 1, retransmitInterval: configuration.retransmitInterval,
             adaptiveRetransmit: true, retransmitFloor: .milliseconds(300), maximumRetransmits: 16)
     }
 
     /// What the link carries now: the console line limits (configured, or learned by probing) bound the
-    /// packet that goes out in one burst.
+    /// packet that goes out in one burst; console framing spends 4 bytes of the device's buffer on length
+    /// and CRC; `window=` (else 1) frames in flight; a 2 s erase resend floor.
     public var linkLimits: LinkLimits {
         let lines = consoleLines.withLockedValue { $0 }
         switch configuration.framing {
@@ -153,16 +151,16 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             let burst = lines.largestPacketPerBurst
             return LinkLimits(
                 maximumPacketSize: min(configuration.mtu ?? burst, ConsoleSerialCodec.largestEncodablePacketSize),
-                consoleLines: lines, framesInFlight: configuration.window ?? 1)
+                framingOverhead: 4, consoleLines: lines, framesInFlight: configuration.window ?? 1, session: session)
         case .raw:
             return LinkLimits(
-                maximumPacketSize: configuration.mtu ?? Self.defaultRawMTU, framesInFlight: configuration.window ?? 1)
+                maximumPacketSize: configuration.mtu ?? Self.defaultRawMTU, framesInFlight: configuration.window ?? 1,
+                session: session)
         }
     }
 
     public var lineGap: Duration { configuration.lineGap }
     public var consoleLineMemory: ConsoleLineMemory? { configuration.consoleLineMemory }
-    public var parametersMemory: DeviceParametersMemory? { configuration.parametersMemory }
     /// The configured baud rate (a pty ignores it: there it bounds the wire time from above); for an
     /// RFC 2217 port the rate the server acknowledged; unknown behind a raw TCP port server.
     public var bitsPerSecond: Int? {
@@ -217,11 +215,6 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         case .console: return ConsoleSerialCodec(maximumLineLength: lineLength)
         case .raw: return RawSerialCodec()
         }
-    }
-
-    /// The serial link spends 4 bytes of the device's buffer on length and CRC.
-    public func maximumPacketSize(deviceBufferSize: Int) -> Int {
-        min(mtu, deviceBufferSize - (configuration.framing == .console ? 4 : 0))
     }
 
     public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {

@@ -27,20 +27,11 @@ public final class UDPTransport: McuMgrTransport {
         /// timeout measured from round trips (smoothed RTT + 4 x variation, doubled on each resend).
         public var retransmitInterval: Duration?
         public var maximumRetransmits: Int
-        /// Where round trips measured on this connection are kept for the next one; nil starts every
-        /// connection from `initialRetransmit`.
-        public var roundTripMemory: RoundTripMemory?
-        /// Where the device's buffers and unfinished file uploads are kept for the next connection; nil
-        /// asks the device every time.
-        public var parametersMemory: DeviceParametersMemory?
 
         public init(
             host: String, port: Int = 1337, mtu: Int = 1472, retransmitInterval: Duration? = nil,
-            maximumRetransmits: Int = 16, roundTripMemory: RoundTripMemory? = nil,
-            parametersMemory: DeviceParametersMemory? = nil
+            maximumRetransmits: Int = 16
         ) {
-            self.roundTripMemory = roundTripMemory
-            self.parametersMemory = parametersMemory
             self.host = host
             self.port = port
             self.mtu = mtu
@@ -54,8 +45,10 @@ public final class UDPTransport: McuMgrTransport {
         configuration.host.contains(":")
             ? "udp:[\(configuration.host)]:\(configuration.port)" : "udp:\(configuration.host):\(configuration.port)"
     }
-    public var mtu: Int { configuration.mtu }
-
+    /// What the link carries: datagrams of up to `mtu` bytes, as many in flight as the device's buffers take
+    /// (`LinkLimits.BufferUse.twoBuffersPerRequest`, see below), resends after a measured timeout above
+    /// `retransmitFloor`, and no erase resend floor.
+    ///
     /// Zephyr's UDP transport holds a request's buffer until its answer, which takes a second one: with
     /// `buf_count` buffers, half as many requests fit. Measured on the real native_sim_udp build (Zephyr
     /// 4.4.0, 2 x 2048 B buffers; raw echo datagrams of 10 and 1400 bytes, 2026-11): of 2 requests sent
@@ -63,7 +56,20 @@ public final class UDPTransport: McuMgrTransport {
     /// the first and third; a second request 2 ms after the first was dropped 15 of 15 times, 5 ms after
     /// 12 of 15, 12 ms after (one 10 ms tick: the first was answered by then) never. So on two buffers a
     /// second request in flight is lost and costs a resend timeout: the window stays 1 (`buf_count / 2`).
-    public func framesInFlight(deviceBufferCount: Int) -> Int { max(1, deviceBufferCount / 2) }
+    ///
+    /// A first image chunk is resent after the measured timeout like any other (`eraseResendFloor` nil): a
+    /// copy that reaches a device still erasing waits in its queue or is dropped for want of a buffer, and
+    /// Zephyr answers a repeated first chunk of the same image (same `sha`) with its offset instead of
+    /// erasing again. At 10% loss the 2 s wait made one image upload in five take 2 s longer.
+    public var linkLimits: LinkLimits {
+        LinkLimits(
+            maximumPacketSize: configuration.mtu, framesInFlight: 255, bufferUse: .twoBuffersPerRequest,
+            session: SMPSessionConfiguration(
+                window: 1, retransmitInterval: configuration.retransmitInterval, adaptiveRetransmit: true,
+                retransmitFloor: Self.retransmitFloor, initialRetransmit: Self.initialRetransmit,
+                maximumRetransmits: configuration.maximumRetransmits),
+            eraseResendFloor: nil)
+    }
     /// The shortest resend timeout: the measured round trip (smoothed + 4 x variation, as TCP) rules
     /// above it. Low enough that a lost datagram on a fast path costs little (on loopback, with 100 ms,
     /// a 1 MiB upload at 10% loss took 2.5 times as long as without loss), above the ~10-20 ms a Zephyr
@@ -74,22 +80,6 @@ public final class UDPTransport: McuMgrTransport {
     /// datagram costs this (TCP's 1 s made one short command in five take a second longer at 10% loss);
     /// above the round trips of LANs and of most low-power mesh links.
     public static var initialRetransmit: Duration { .milliseconds(250) }
-
-    public var roundTripMemory: RoundTripMemory? { configuration.roundTripMemory }
-    public var parametersMemory: DeviceParametersMemory? { configuration.parametersMemory }
-
-    /// A first image chunk is resent after the measured timeout like any other: a copy that reaches a
-    /// device still erasing waits in its queue or is dropped for want of a buffer, and Zephyr answers a
-    /// repeated first chunk of the same image (same `sha`) with its offset instead of erasing again. At
-    /// 10% loss the 2 s wait made one image upload in five take 2 s longer.
-    public var eraseResendFloor: Duration? { nil }
-
-    public var sessionDefaults: SMPSessionConfiguration {
-        SMPSessionConfiguration(
-            window: 1, retransmitInterval: configuration.retransmitInterval, adaptiveRetransmit: true,
-            retransmitFloor: Self.retransmitFloor, initialRetransmit: Self.initialRetransmit,
-            maximumRetransmits: configuration.maximumRetransmits)
-    }
 
     private let group: any EventLoopGroup
     private let state = NIOLockedValueBox<Link?>(nil)

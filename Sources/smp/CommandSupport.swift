@@ -163,7 +163,7 @@ enum CommandRunner {
             if options.verbose { Terminal.error("link: \(transport.linkLimits) to start with") }
             let c = McuMgrClient(
                 transport: transport,
-                configuration: .init(timeout: options.timeouts.answer),
+                configuration: DeviceResolver.clientConfiguration(for: uri, timeout: options.timeouts.answer),
                 logger: logger)
             client = c
             try await body(CommandContext(client: c, options: options, uri: uri))

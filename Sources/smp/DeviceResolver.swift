@@ -30,15 +30,13 @@ enum DeviceResolver {
         case .serial:
             try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow", "retransmit"])
             var configuration = SerialTransport.Configuration(path: uri.target, consoleLineMemory: .standard)
-            configuration.parametersMemory = .standard
             try applySerialOptions(uri, to: &configuration)
             if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return SerialTransport(configuration: configuration, logger: logger)
         case .udp:
             try checkOptions(uri, allowed: ["mtu", "retransmit"])
             var configuration = UDPTransport.Configuration(
-                host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort, roundTripMemory: .standard,
-                parametersMemory: .standard)
+                host: uri.target, port: uri.port ?? McuMgrDeviceURI.defaultUDPPort)
             if let mtu = try uri.intOption("mtu", in: 32...UDPTransport.largestDatagram) { configuration.mtu = mtu }
             if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return UDPTransport(configuration: configuration)
@@ -48,6 +46,20 @@ enum DeviceResolver {
             return try McuMgrBleTransport(uri: uri, logger: logger, pairing: pair ? TerminalPairing() : nil)
         case .tcp, .rfc2217:
             return try remoteSerialTransport(for: uri, logger: logger)
+        }
+    }
+
+    /// The client settings for a device at `uri`: requests time out after `timeout`; serial ports (local
+    /// or remote) keep the device's buffers and unfinished uploads between runs, UDP devices those and
+    /// the measured round trip (Bluetooth LE keeps its own, `BLEDeviceMemory`; the simulator nothing).
+    static func clientConfiguration(for uri: McuMgrDeviceURI, timeout: Duration) -> McuMgrClient.Configuration {
+        switch uri.scheme {
+        case .serial, .tcp, .rfc2217:
+            return McuMgrClient.Configuration(timeout: timeout, parametersMemory: .standard)
+        case .udp:
+            return McuMgrClient.Configuration(timeout: timeout, roundTripMemory: .standard, parametersMemory: .standard)
+        case .sim, .ble:
+            return McuMgrClient.Configuration(timeout: timeout)
         }
     }
 

@@ -10,12 +10,24 @@ public actor McuMgrClient {
     public struct Configuration: Sendable {
         /// How long to wait for an answer to an ordinary request.
         public var timeout: Duration
-        /// Session settings; nil takes the transport's defaults.
+        /// Session settings; nil takes the link's (`LinkLimits.session` of the transport).
         public var session: SMPSessionConfiguration?
+        /// Where the device's measured round trip is kept between connections (it starts the adaptive
+        /// resend timeout); nil starts from the link's session settings every time.
+        public var roundTripMemory: RoundTripMemory?
+        /// Where transfers keep the device's buffers (`os params`) and unfinished file uploads between
+        /// connections, so that a known device's uploads send neither `os params` nor a resume check; nil
+        /// asks every time.
+        public var parametersMemory: DeviceParametersMemory?
 
-        public init(timeout: Duration = McuMgrTimeouts.defaultAnswer, session: SMPSessionConfiguration? = nil) {
+        public init(
+            timeout: Duration = McuMgrTimeouts.defaultAnswer, session: SMPSessionConfiguration? = nil,
+            roundTripMemory: RoundTripMemory? = nil, parametersMemory: DeviceParametersMemory? = nil
+        ) {
             self.timeout = timeout
             self.session = session
+            self.roundTripMemory = roundTripMemory
+            self.parametersMemory = parametersMemory
         }
     }
 
@@ -59,6 +71,11 @@ public actor McuMgrClient {
     public nonisolated let clock: McuMgrClock
     private let epoch: McuMgrClock.Instant
     private let resends = LockedState(0)
+    /// What this client learned about the device on the current connection (`os params`) and the window
+    /// the running transfer asks for: `linkLimits` adds them to the transport's.
+    private var learnedBufferSize: Int?
+    private var learnedBufferCount: Int?
+    private var requestedWindow: Int?
 
     /// Requests resent so far because the link lost them or their answers (readable from any task:
     /// transfers watch it to shrink their window).
@@ -77,9 +94,9 @@ public actor McuMgrClient {
         self.clock = clock
         self.configuration = configuration
         self.logger = logger
-        var session = configuration.session ?? transport.sessionDefaults
+        var session = configuration.session ?? transport.linkLimits.session
         if configuration.session == nil, session.adaptiveRetransmit, session.retransmitInterval == nil,
-            let remembered = transport.roundTripMemory?.recall(transport.name)
+            let remembered = configuration.roundTripMemory?.recall(transport.name)
         {
             session.rememberedRoundTrip = remembered
             logger.debug(
@@ -95,12 +112,46 @@ public actor McuMgrClient {
     /// The smoothed round trip of the requests answered so far (without resends); nil before the first.
     public var smoothedRoundTrip: Duration? { session.roundTrips.smoothed }
 
-    /// Most requests in flight at once.
+    /// Most requests in flight at once: `linkLimits.window` as last refined.
     public var window: Int { session.configuration.window }
 
-    /// Changes how many requests may be in flight at once (pipelining depth).
-    public func setWindow(_ window: Int) {
-        execute(session.setWindow(window, now: now))
+    /// What the link carries to this device: the transport's `LinkLimits` (with the session settings of
+    /// this client's configuration when it gives them), refined with the device's buffers this client
+    /// learned on the current connection and the window the running transfer asked for. Its `packetSize`
+    /// and `window` are what uploads, downloads, firmware upgrades and the session use.
+    public var linkLimits: LinkLimits {
+        var limits = transport.linkLimits
+        if let session = configuration.session { limits.session = session }
+        return limits.refined(
+            deviceBufferSize: learnedBufferSize, deviceBufferCount: learnedBufferCount, requestedWindow: requestedWindow)
+    }
+
+    /// Adds what the device reported (`os params`: `buf_size`, `buf_count`; a count of 1 for a device that
+    /// does not report them) to `linkLimits`, and the window a transfer asks for (nil: as the buffers
+    /// allow). The session's window follows the result (`LinkLimits.window`). What the device reported
+    /// holds until the link closes.
+    /// - Returns: the refined limits.
+    @discardableResult
+    public func refineLinkLimits(
+        deviceBufferSize: Int? = nil, deviceBufferCount: Int? = nil, requestedWindow: Int?
+    ) -> LinkLimits {
+        if let deviceBufferSize, deviceBufferSize > SMPHeader.size { learnedBufferSize = deviceBufferSize }
+        if let deviceBufferCount, deviceBufferCount > 0 { learnedBufferCount = deviceBufferCount }
+        self.requestedWindow = requestedWindow.map { max(1, $0) }
+        let limits = linkLimits
+        if limits.window != session.configuration.window {
+            execute(session.setWindow(limits.window, now: now))
+        }
+        return limits
+    }
+
+    /// Forgets what the device reported (another device, or other firmware, may answer next) once the
+    /// link is down (nothing in flight or queued): the session's window goes back to the link's.
+    private func forgetLearnedDevice() {
+        learnedBufferSize = nil
+        learnedBufferCount = nil
+        let window = linkLimits.window
+        if window != session.configuration.window { execute(session.setWindow(window, now: now)) }
     }
 
     /// Sends a typed request and decodes its response.
@@ -236,11 +287,12 @@ public actor McuMgrClient {
         let wasOpen: Bool
         if case .closed = link { wasOpen = false } else { wasOpen = true }
         if wasOpen, let measured = session.roundTrips.measured {
-            transport.roundTripMemory?.remember(measured, for: transport.name)
+            configuration.roundTripMemory?.remember(measured, for: transport.name)
         }
         link = .closed
         linkGeneration += 1
         execute(session.linkFailed("the connection was closed"))
+        forgetLearnedDevice()
         timer?.cancel()
         timer = nil
         timerDeadline = nil
@@ -322,6 +374,7 @@ public actor McuMgrClient {
             let reason =
                 error?.message ?? "\(transport.name) closed the connection"
             execute(session.linkFailed(reason))
+            forgetLearnedDevice()
         }
         logNotices()
     }

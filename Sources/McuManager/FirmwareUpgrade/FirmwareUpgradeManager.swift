@@ -245,7 +245,10 @@ public actor FirmwareUpgradeManager {
     }
 
     private func drive(_ run: inout Run, stream: AsyncStream<Input>) async throws -> FirmwareUpgradeResult {
-        var machine = FirmwareUpgradeStateMachine(images: run.images, configuration: run.configuration)
+        // The link as its transport declares it: the machine refines it with the device's buffers, so the
+        // upload's depth is the one `LinkLimits.window` every upload over this link gets.
+        var machine = FirmwareUpgradeStateMachine(
+            images: run.images, configuration: run.configuration, link: client.transport.linkLimits)
         state = .none
         emit(.started(images: run.images, configuration: run.configuration))
         log(.info, "upgrading with \(run.images.count) file(s) in \(run.configuration.upgradeMode) mode: "

@@ -37,20 +37,27 @@ public final class McuMgrFleet: Sendable {
         public var transport: @Sendable () async throws -> any McuMgrTransport
         /// How a firmware upgrade reaches the device again after its reset.
         public var reconnection: FirmwareUpgradeReconnection
+        /// This device's client settings (e.g. the memories its link kind uses); nil takes the fleet's
+        /// (`Configuration.client`).
+        public var client: McuMgrClient.Configuration?
 
         /// A device whose transport `transport` makes when its turn comes.
         public init(
-            name: String, reconnection: FirmwareUpgradeReconnection = .reopen,
+            name: String, reconnection: FirmwareUpgradeReconnection = .reopen, client: McuMgrClient.Configuration? = nil,
             transport: @escaping @Sendable () async throws -> any McuMgrTransport
         ) {
             self.name = name
             self.reconnection = reconnection
+            self.client = client
             self.transport = transport
         }
 
         /// A device reached through `transport`.
-        public init(name: String, transport: any McuMgrTransport, reconnection: FirmwareUpgradeReconnection = .reopen) {
-            self.init(name: name, reconnection: reconnection) { transport }
+        public init(
+            name: String, transport: any McuMgrTransport, reconnection: FirmwareUpgradeReconnection = .reopen,
+            client: McuMgrClient.Configuration? = nil
+        ) {
+            self.init(name: name, reconnection: reconnection, client: client) { transport }
         }
     }
 
@@ -266,7 +273,7 @@ public final class McuMgrFleet: Sendable {
             var client: McuMgrClient?
             do {
                 let transport = try await device.transport()
-                let c = McuMgrClient(transport: transport, configuration: configuration.client, logger: logger)
+                let c = McuMgrClient(transport: transport, configuration: device.client ?? configuration.client, logger: logger)
                 client = c
                 let session = Session(
                     device: device.name, index: index, client: c, reconnection: device.reconnection, fleet: self,

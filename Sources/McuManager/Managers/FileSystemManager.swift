@@ -109,7 +109,7 @@ public struct FileSystemManager: Sendable {
         let started = clock.now
         let total = source.size
         let hashChoice = makeHashChoice()
-        let memory = client.transport.parametersMemory
+        let memory = client.configuration.parametersMemory
         let device = client.transport.name
         do {
             var start = 0
@@ -322,27 +322,25 @@ public struct FileSystemManager: Sendable {
         let epoch = clock.now
         func now() -> SMPInstant { SMPInstant(nanoseconds: epoch.duration(to: clock.now).nanosecondsClamped) }
         let transport = client.transport
-        // The device's buffers as the link learned them on this connection, else as remembered.
-        let link = transport.linkLimits
-        let bufferCount = link.deviceBufferCount ?? transport.parametersMemory?.recall(transport.name)?.bufferCount
+        let memory = client.configuration.parametersMemory
+        // The device's buffers as the link or this client learned them on this connection, else as
+        // remembered; the client's refined limits then give the window (its session's too).
+        var link = await client.linkLimits
+        if link.deviceBufferCount == nil, let remembered = memory?.recall(transport.name) {
+            link = await client.refineLinkLimits(deviceBufferCount: remembered.bufferCount, requestedWindow: nil)
+        } else {
+            link = await client.refineLinkLimits(requestedWindow: nil)
+        }
         // Answers that overlap on a link that reorders the pieces of one would mix (seen on real BlueZ
         // over EATT: the pieces of two 2.4 kB answers joined into one that parsed, with the wrong data).
         let linkFrames = link.piecesArriveOutOfOrder ? 1 : link.framesInFlight
         var machine = SMPDownloadMachine(
             limits: .init(
-                depth: bufferCount.map { transport.framesInFlight(deviceBufferCount: $0) },
+                depth: link.deviceBufferCount == nil ? nil : link.window,
                 linkFramesInFlight: linkFrames, maximumLength: configuration.maximumLength,
                 stallTimeout: configuration.stallTimeout, deadline: configuration.deadline,
                 requestTimeout: client.configuration.timeout))
         let client = self.client
-        let previousWindow = await client.window
-        var raisedWindow = false
-        func raiseWindow(to depth: Int) async {
-            guard depth > previousWindow else { return }
-            await client.setWindow(depth)
-            raisedWindow = true
-        }
-        if let depth = machine.limits.depth { await raiseWindow(to: depth) }
         @Sendable func request(_ offset: Int, timeout: Duration) async throws -> DownloadOutcome {
             do {
                 let item = try await client.sendItem(FileDownloadRequest(name: remote, offset: offset), timeout: timeout)
@@ -353,14 +351,7 @@ public struct FileSystemManager: Sendable {
                 return .busy(offset: offset)
             }
         }
-        do {
-            let length = try await pipeline()
-            if raisedWindow { await client.setWindow(previousWindow) }
-            return length
-        } catch {
-            if raisedWindow { await client.setWindow(previousWindow) }
-            throw error
-        }
+        return try await pipeline()
 
         func pipeline() async throws -> Int {
             try await withThrowingTaskGroup(of: DownloadOutcome.self) { group in
@@ -387,9 +378,12 @@ public struct FileSystemManager: Sendable {
                                 guard let parameters = try? await client.send(McuMgrParametersRequest()) else {
                                     return .buffers(framesInFlight: nil)
                                 }
-                                transport.parametersMemory?.remember(
+                                memory?.remember(
                                     .init(bufferSize: parameters.bufferSize, bufferCount: parameters.bufferCount), for: transport.name)
-                                return .buffers(framesInFlight: transport.framesInFlight(deviceBufferCount: parameters.bufferCount))
+                                let refined = await client.refineLinkLimits(
+                                    deviceBufferSize: parameters.bufferSize, deviceBufferCount: parameters.bufferCount,
+                                    requestedWindow: nil)
+                                return .buffers(framesInFlight: refined.window)
                             }
                         case .finished(let length):
                             group.cancelAll()
@@ -413,7 +407,6 @@ public struct FileSystemManager: Sendable {
                         actions = machine.busy(offset: offset, now: now())
                     case .buffers(let frames):
                         actions = machine.buffers(framesInFlight: frames, now: now())
-                        await raiseWindow(to: min(frames ?? 1, linkFrames))
                     }
                 }
             }
@@ -533,13 +526,14 @@ public struct FileSystemManager: Sendable {
     /// known, so rather more chunks than fewer).
     private func worthCheckingForResume(_ total: Int, remote: String, configuration: UploadConfiguration) -> Bool {
         let transport = client.transport
-        var packet = transport.linkLimits.maximumPacketSize
+        let link = transport.linkLimits
+        var packet = link.maximumPacketSize
         if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe,
             let remembered = console.consoleLineMemory?.recall(console.name)
         {
             packet = max(packet, remembered.largestPacketPerBurst)  // what the link probe will find again
         }
-        if let buffer = configuration.deviceBufferSize { packet = min(packet, transport.maximumPacketSize(deviceBufferSize: buffer)) }
+        if let buffer = configuration.deviceBufferSize { packet = min(packet, link.refined(deviceBufferSize: buffer).packetSize) }
         // The header, the CBOR keys and values around the data, and the name.
         var perChunk = packet - SMPHeader.size - 32 - remote.utf8.count
         if let limit = configuration.maximumChunkSize { perChunk = min(perChunk, limit) }
@@ -585,7 +579,7 @@ public struct FileSystemManager: Sendable {
     /// for SHA-256 first and then for its list of types (three round trips where one does).
     private func makeHashChoice() -> HashChoiceCache {
         let transport = client.transport
-        return HashChoiceCache(remembered: transport.parametersMemory?.recallHashType(of: transport.name))
+        return HashChoiceCache(remembered: client.configuration.parametersMemory?.recallHashType(of: transport.name))
     }
 
     private func deviceHash(of remote: String, length: Int? = nil, hashes: HashChoiceCache) async throws
@@ -594,7 +588,7 @@ public struct FileSystemManager: Sendable {
         let found = try await deviceHashOnce(of: remote, length: length, hashes: hashes)
         if let (used, _) = found, used == "sha256" || used == "crc32" {
             let transport = client.transport
-            if let memory = transport.parametersMemory, memory.recallHashType(of: transport.name) != used {
+            if let memory = client.configuration.parametersMemory, memory.recallHashType(of: transport.name) != used {
                 memory.rememberHashType(used, for: transport.name)
             }
         }
@@ -610,7 +604,7 @@ public struct FileSystemManager: Sendable {
                 return (response.type ?? remembered, response)
             } catch let error as McuMgrError where Self.isUnsupported(error) {
                 // Other firmware: find its types again.
-                client.transport.parametersMemory?.rememberHashType(nil, for: client.transport.name)
+                client.configuration.parametersMemory?.rememberHashType(nil, for: client.transport.name)
                 hashes.forgetRemembered()
             }
         }

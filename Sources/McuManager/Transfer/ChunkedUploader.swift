@@ -15,7 +15,7 @@ public protocol ChunkedUploadTarget: Sendable {
     /// - Throws: `McuMgrError` for device errors (a busy device's `rc 10` is retried by the uploader).
     func deviceOffset(from packet: SMPPacket) throws -> Int
     /// Whether the device may spend seconds on the first chunk (an image slot's erase), so that it is not
-    /// resent sooner than the transport's `eraseResendFloor`. Default: true.
+    /// resent sooner than the link's `LinkLimits.eraseResendFloor`. Default: true.
     var firstChunkMayErase: Bool { get }
     /// Whether `packet` refuses the chunk for its offset and names the device's own instead (Zephyr's fs
     /// error 11 with `len`): the device took none of the chunk, and every byte before the offset it names
@@ -34,8 +34,8 @@ extension ChunkedUploadTarget {
 /// Before the first chunk it settles the link's limits (`LinkLimits`): the device's buffers from
 /// `os params` (or, without them, the largest request the device answers), and on a serial console
 /// the line limits `LinkProbe` learns when the upload is long enough to gain from it. Chunks are sized
-/// from the real encoded request; as many are in flight as the device's buffers take over this link
-/// (`framesInFlight(deviceBufferCount:)`: `buf_count - 1`, half of it over UDP), never more than the link holds.
+/// from the real encoded request; as many are in flight as the client's refined `LinkLimits` say
+/// (`window`: `buf_count - 1`, half of it over UDP, never more than the link holds).
 /// The runner reads the data, submits the requests and feeds the answers back. Cancelling the calling
 /// task cancels the chunks in flight and throws a `.cancelled` error. Its time (busy pauses, the
 /// machine's progress timeout, rates, durations) is the client's ``McuMgrClient/clock``.
@@ -112,8 +112,7 @@ struct UploadEngine: Sendable {
         try await client.open()
         let started = clock.now
         let total = source.size
-        var (messageLimit, deviceDepth, remembered) = try await linkLimits(total: total, useMemory: true)
-        var depth = max(1, deviceDepth)
+        var (limits, remembered) = try await linkLimits(total: total, useMemory: true)
 
         if total == 0 {
             let offset = try await send(try request(0, Data(), 0), timeout: configuration.firstChunkTimeout)
@@ -121,12 +120,9 @@ struct UploadEngine: Sendable {
                 throw McuMgrError(.protocolViolation, "\(command.name): the device reported offset \(offset) for an empty upload")
             }
             progress?(TransferProgress(bytesTransferred: 0, totalBytes: 0, bytesPerSecond: nil))
-            return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: depth, chunksSent: 1, duration: started.duration(to: clock.now))
+            return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: limits.window, chunksSent: 1, duration: started.duration(to: clock.now))
         }
 
-        let previousWindow = await client.window
-        var raised = depth > previousWindow
-        if raised { await client.setWindow(depth) }
         do {
             let confirmed = LockedState(false)
             let watched: TransferProgressHandler = { part in
@@ -138,36 +134,32 @@ struct UploadEngine: Sendable {
                 // Under remembered buffers the first chunk has a short wait of its own: no answer in it
                 // leads to `os params` (below) rather than to the whole first-chunk timeout.
                 result = try await run(
-                    source, total: total, messageLimit: messageLimit, depth: depth, progress: watched,
+                    source, total: total, limits: limits, progress: watched,
                     clock: clock, started: started, firstChunkCheck: remembered ? await rememberedBuffersCheck() : nil)
             } catch let error as McuMgrError where remembered && !confirmed.withLock({ $0 }) && Self.mayBeTooLarge(error) {
                 // The first chunk under the remembered buffers, as large as a chunk gets, went unanswered
                 // or was refused for its size: ask the device. Other buffers (other firmware at this
                 // address) replace the remembered ones; the same ones mean the device was only slow (an
                 // erase), and the upload goes on under them.
-                let before = client.transport.parametersMemory?.recall(client.transport.name)
-                client.transport.parametersMemory?.forgetParameters(of: client.transport.name)
+                let memory = client.configuration.parametersMemory
+                let before = memory?.recall(client.transport.name)
+                memory?.forgetParameters(of: client.transport.name)
                 if let console = client.transport as? any McuMgrConsoleLineTransport {
                     console.learnConsoleLines(.zephyrDefault, final: false)
                 }
                 client.logger.warning(
                     "\(command.name): no answer to the first chunk under the device's remembered buffers (\(error.message)); asking the device for them")
-                (messageLimit, deviceDepth, remembered) = try await linkLimits(total: total, useMemory: false)
-                let after = client.transport.parametersMemory?.recall(client.transport.name)
+                (limits, remembered) = try await linkLimits(total: total, useMemory: false)
+                let after = memory?.recall(client.transport.name)
                 if let before, before == after {
                     client.logger.debug("link: the device's buffers are as remembered (it was slow to answer)")
                 }
-                depth = max(1, deviceDepth)
-                await client.setWindow(max(depth, previousWindow))
-                raised = raised || depth > previousWindow
                 result = try await run(
-                    source, total: total, messageLimit: messageLimit, depth: depth, progress: progress,
+                    source, total: total, limits: limits, progress: progress,
                     clock: clock, started: started, firstChunkCheck: nil)
             }
-            if raised { await client.setWindow(previousWindow) }
             return result
         } catch {
-            if raised { await client.setWindow(previousWindow) }
             if error is CancellationError {
                 throw McuMgrError(.cancelled, "\(command.name) was cancelled")
             }
@@ -187,7 +179,7 @@ struct UploadEngine: Sendable {
     /// - Parameter firstChunkCheck: when set, the chunk at offset 0 is waited for this long only, and no
     ///   answer to it (before any other) ends the run with a timeout at once.
     private func run(
-        _ source: any UploadSource, total: Int, messageLimit: Int, depth: Int,
+        _ source: any UploadSource, total: Int, limits link: LinkLimits,
         progress: TransferProgressHandler?, clock: McuMgrClock, started: McuMgrClock.Instant,
         firstChunkCheck: Duration? = nil
     ) async throws -> UploadResult {
@@ -199,8 +191,8 @@ struct UploadEngine: Sendable {
         var machine = SMPUploadMachine(
             total: total,
             limits: SMPUploadMachine.Limits(
-                depth: depth, alignment: configuration.byteAlignment,
-                chunkLengths: try chunkLengths(total: total, messageLimit: messageLimit),
+                depth: link.window, alignment: configuration.byteAlignment,
+                chunkLengths: try chunkLengths(total: total, messageLimit: link.packetSize),
                 maximumConsecutiveLosses: configuration.maximumTimeoutRetries,
                 maximumBusyRetries: configuration.maximumBusyRetries, busyRetryDelay: configuration.busyRetryDelay,
                 progressTimeout: configuration.chunkTimeout))
@@ -237,13 +229,13 @@ struct UploadEngine: Sendable {
             let data = try source.read(offset: chunk.offset, length: chunk.length)
             let payload = try request(chunk.offset, data, total)
             // Chunks the link loses are resent after the measured round-trip timeout. The chunk at offset 0
-            // may erase a slot for seconds: not resent within the transport's `eraseResendFloor` (a late
+            // may erase a slot for seconds: not resent within the link's `eraseResendFloor` (a late
             // copy is harmless: the device answers it with its offset, or rewrites the same first bytes).
             // MCUboot's serial recovery erases sector by sector as the upload reaches it: there every chunk
             // may erase (`everyChunkMayErase`), and none is resent sooner than the floor either.
             let first = chunk.offset == 0
             let mayErase = first ? command.firstChunkMayErase : configuration.everyChunkMayErase
-            let eraseFloor = mayErase ? client.transport.eraseResendFloor : nil
+            let eraseFloor = mayErase ? link.eraseResendFloor : nil
             let timeout = first ? (firstChunkCheck ?? configuration.firstChunkTimeout) : configuration.chunkTimeout
             submissions += 1
             let submission = submissions
@@ -380,7 +372,7 @@ struct UploadEngine: Sendable {
         }
         sink.finish()
         return UploadResult(
-            totalBytes: total, resumedFrom: machine.resumedFrom ?? 0, chunkSize: machine.largestChunk, pipelineDepth: depth,
+            totalBytes: total, resumedFrom: machine.resumedFrom ?? 0, chunkSize: machine.largestChunk, pipelineDepth: link.window,
             chunksSent: machine.chunksSent, duration: started.duration(to: clock.now))
     }
 
@@ -409,27 +401,30 @@ struct UploadEngine: Sendable {
         return rc == .noMemory || rc == .messageTooLarge || rc == .corrupt
     }
 
-    /// The device's message limit and pipelining depth: the link's limits (`LinkLimits`), refined by the
-    /// device's buffers (`os params`; without them one request at a time) and, on a serial console, by
-    /// probing the line buffers when the upload is long enough to gain from it.
+    /// The link's limits for this upload, refined on the client (`McuMgrClient.refineLinkLimits`) with the
+    /// device's buffers (`os params`; a device without them takes one request at a time) and the
+    /// configuration's `pipelineDepth`, after probing a serial console's line buffers when the upload is
+    /// long enough to gain from it. Their `packetSize` sizes the chunks, their `window` is the depth.
     ///
     /// Round trips: `os params` once per device. With `useMemory`, buffers remembered for this device
-    /// (`DeviceParametersMemory`) are used without asking (`remembered` is then true: the first chunk's
-    /// answer proves them, see `upload`), and on a serial console line limits remembered for that buffer
-    /// size are taken without the echo that checks them (the first chunk, sent alone, checks them).
-    private func linkLimits(total: Int, useMemory: Bool) async throws -> (messageLimit: Int, depth: Int, remembered: Bool) {
+    /// (`McuMgrClient.Configuration.parametersMemory`) are used without asking (`remembered` is then true:
+    /// the first chunk's answer proves them, see `upload`), and on a serial console line limits remembered
+    /// for that buffer size are taken without the echo that checks them (the first chunk, sent alone,
+    /// checks them).
+    private func linkLimits(total: Int, useMemory: Bool) async throws -> (limits: LinkLimits, remembered: Bool) {
         let transport = client.transport
+        let memory = client.configuration.parametersMemory
         var bufferSize = configuration.deviceBufferSize
         var bufferCount: Int?
         var remembered = false
-        let learned = transport.linkLimits
+        let learned = await client.linkLimits
         if bufferSize == nil || configuration.pipelineDepth == nil {
-            if let size = learned.deviceBufferSize, let count = learned.deviceBufferCount {
-                // The link asked on this connection (Bluetooth LE does when it connects).
+            if useMemory, let size = learned.deviceBufferSize, let count = learned.deviceBufferCount {
+                // The link (Bluetooth LE does when it connects) or this client asked on this connection.
                 bufferSize = bufferSize ?? size
                 bufferCount = count
-                client.logger.debug("link: the device's buffers as the link learned them, \(count) x \(size) B (no os params)")
-            } else if useMemory, let known = transport.parametersMemory?.recall(transport.name) {
+                client.logger.debug("link: the device's buffers as this connection learned them, \(count) x \(size) B (no os params)")
+            } else if useMemory, let known = memory?.recall(transport.name) {
                 bufferSize = bufferSize ?? known.bufferSize
                 bufferCount = known.bufferCount
                 remembered = true
@@ -439,18 +434,22 @@ struct UploadEngine: Sendable {
                     let parameters = try await client.send(McuMgrParametersRequest(), timeout: configuration.chunkTimeout)
                     bufferSize = bufferSize ?? parameters.bufferSize
                     bufferCount = parameters.bufferCount
-                    transport.parametersMemory?.remember(
+                    memory?.remember(
                         .init(bufferSize: parameters.bufferSize, bufferCount: parameters.bufferCount), for: transport.name)
                 } catch let error as McuMgrError where error.kind == .device {
-                    // Older firmware: no parameters. Zephyr's default buffer is assumed for probing only.
+                    // Older firmware: no parameters, so one request at a time. Zephyr's default buffer is
+                    // assumed for probing only.
+                    bufferCount = 1
                 }
             }
         }
         if bufferSize == nil {
             // No parameters: find the largest request the device answers instead of guessing. A console
             // sends frames longer than its line buffers in paced bursts, so only the SMP buffer bounds it.
-            let overhead = transport.mtu - transport.maximumPacketSize(deviceBufferSize: transport.mtu)
-            let ceiling = transport is any McuMgrConsoleLineTransport ? LinkProbe.commonBufferSizes[0] - overhead : transport.mtu
+            let overhead = learned.framingOverhead
+            let ceiling =
+                transport is any McuMgrConsoleLineTransport
+                ? LinkProbe.commonBufferSizes[0] - overhead : learned.maximumPacketSize
             let answered = await LinkProbe.largestAnsweredPacket(
                 client: client, ceiling: ceiling, overhead: overhead, logger: client.logger)
             bufferSize = answered + overhead
@@ -463,23 +462,10 @@ struct UploadEngine: Sendable {
                     logger: client.logger)
             }
         }
-        var limits = transport.linkLimits
-        if let bufferSize, bufferSize > SMPHeader.size {
-            // The transport knows what the link spends of the device's buffer (serial: length and CRC).
-            limits.maximumPacketSize = transport.maximumPacketSize(deviceBufferSize: bufferSize)
-            limits.deviceBufferSize = bufferSize
-        }
-        if let bufferCount {
-            limits.deviceBufferCount = bufferCount
-            limits.framesInFlight = min(limits.framesInFlight, transport.framesInFlight(deviceBufferCount: bufferCount))
-        } else {
-            limits.framesInFlight = 1
-        }
+        let limits = await client.refineLinkLimits(
+            deviceBufferSize: bufferSize, deviceBufferCount: bufferCount, requestedWindow: configuration.pipelineDepth)
         client.logger.debug("link: \(limits)")
-        // What the link holds (a serial console: one frame unless `window=` says more) bounds a depth
-        // asked for, too.
-        let depth = min(configuration.pipelineDepth ?? limits.framesInFlight, transport.linkLimits.framesInFlight)
-        return (limits.maximumPacketSize, depth, remembered)
+        return (limits, remembered)
     }
 
     /// The largest data length for a chunk at `offset`, from the request encoded with empty data.

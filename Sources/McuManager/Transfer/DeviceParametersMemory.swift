@@ -19,7 +19,8 @@ import McuMgrCore
 ///   three round trips) runs only for a path recorded as unfinished; a device that is not known (no entry,
 ///   or older than `lifetime`) is checked as before.
 /// Entries older than `lifetime` are ignored (new firmware, another board on a reused address). A JSON
-/// file, written atomically; unreadable or odd entries are ignored.
+/// file, written atomically; unreadable or odd entries are ignored. Transfers use it when their client's
+/// configuration says so (`McuMgrClient.Configuration.parametersMemory`).
 public struct DeviceParametersMemory: Sendable, Hashable {
     /// The file: an object of device name -> {"buf": N, "count": N, "uploads": {PATH: BYTES}, "hash": TYPE, "seen": T}.
     public let file: URL

@@ -10,7 +10,8 @@ import McuMgrCore
 /// + 4 x variation) instead of the transport's cautious `initialRetransmit`, which on a lossy link made a
 /// lost first request cost each short command a quarter of a second. Entries older than a day are ignored
 /// (the path to a device changes); the session refines the value with its own samples from the first
-/// answer on. A JSON file, written atomically; unreadable or odd entries are ignored.
+/// answer on. A JSON file, written atomically; unreadable or odd entries are ignored. A client uses it
+/// when its configuration says so (`McuMgrClient.Configuration.roundTripMemory`).
 public struct RoundTripMemory: Sendable, Hashable {
     /// The file: an object of device name -> {"srtt_us": N, "rttvar_us": N, "seen": UNIX seconds}.
     public let file: URL

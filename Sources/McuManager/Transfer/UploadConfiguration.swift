@@ -6,7 +6,8 @@ import Foundation
 
 /// Settings for chunked uploads (image, file). Defaults follow the device's buffers.
 public struct UploadConfiguration: Sendable, Hashable {
-    /// Chunks in flight at once; nil takes `max(1, buf_count - 1)` from the device (1 if it does not say).
+    /// Chunks in flight at once, at most what the device's buffers take over the link; nil takes what they
+    /// take (`LinkLimits.window`: `buf_count - 1`, over UDP `buf_count / 2`; 1 if the device does not say).
     public var pipelineDepth: Int?
     /// Chunk lengths (except the last) are rounded down to a multiple of this (NCS ≤ 1.7 needed 4).
     public var byteAlignment: Int
@@ -27,7 +28,7 @@ public struct UploadConfiguration: Sendable, Hashable {
     public var deviceBufferSize: Int? = nil
     /// Every chunk may make the device erase flash before it answers (MCUboot's serial recovery erases
     /// sector by sector as the upload reaches it, 376 ms measured under QEMU): no chunk is resent sooner
-    /// than the transport's `eraseResendFloor`, as the first chunk of an image never is.
+    /// than the link's `LinkLimits.eraseResendFloor`, as the first chunk of an image never is.
     public var everyChunkMayErase = false
 
     /// Creates a configuration.

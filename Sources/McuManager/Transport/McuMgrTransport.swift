@@ -12,13 +12,20 @@ public enum McuMgrTransportEvent: Sendable {
 
 /// A transport plugin: moves whole SMP packets over one link, framing them with the link's codec
 /// (an `SMPFramingCodec`). Serial, UDP, Bluetooth LE and the in-memory simulator conform.
+///
+/// Five requirements: a name, what the link carries (`linkLimits`), and open, send, close. Everything a
+/// client needs to size packets and windows is in `LinkLimits`; what is kept between connections (round
+/// trips, the device's buffers) is the client's (`McuMgrClient.Configuration`).
 public protocol McuMgrTransport: AnyObject, Sendable {
     /// The device this transport talks to, as a URI, for messages.
     var name: String { get }
-    /// The largest SMP packet (header included) the link carries as one message.
-    var mtu: Int { get }
-    /// Session settings that suit this link (window, retransmission).
-    var sessionDefaults: SMPSessionConfiguration { get }
+
+    /// What the link carries now: the value the transport declares from its configuration (packet size,
+    /// framing overhead, frames in flight, how the device's buffers turn into requests in flight, session
+    /// settings, erase resend floor, console lines), with what it learned on this connection (probing,
+    /// or the device's buffers where the link asks for them). The client refines it with `os params`
+    /// (`McuMgrClient.linkLimits`).
+    var linkLimits: LinkLimits { get }
 
     /// Opens the link. Events are delivered to `handler` in order until `.closed`.
     /// - Throws: `McuMgrError` of kind `.transport` when the link cannot be opened.
@@ -30,51 +37,6 @@ public protocol McuMgrTransport: AnyObject, Sendable {
 
     /// Closes the link; `.closed(nil)` follows.
     func close() async
-
-    /// The largest SMP packet to send to a device whose SMP buffer (`buf_size`) is `deviceBufferSize`.
-    func maximumPacketSize(deviceBufferSize: Int) -> Int
-
-    /// What the link carries now, before the device's own buffers are known: the starting value built from
-    /// the transport's configuration, or what probing taught it since.
-    var linkLimits: LinkLimits { get }
-
-    /// Requests a device with `deviceBufferCount` SMP buffers (`buf_count`) takes in flight over this link.
-    func framesInFlight(deviceBufferCount: Int) -> Int
-
-    /// Where the client keeps the device's measured round trip between connections (it starts the
-    /// adaptive resend timeout); nil (the default) to start from `sessionDefaults` every time.
-    var roundTripMemory: RoundTripMemory? { get }
-
-    /// Where transfers keep the device's buffers (`os params`) and unfinished file uploads between
-    /// connections, so that a known device's uploads send neither `os params` nor a resume check; nil
-    /// (the default) asks every time.
-    var parametersMemory: DeviceParametersMemory? { get }
-
-    /// The shortest wait before resending a request the device may take seconds to answer because it
-    /// erases flash first (the first chunk of an image upload): a copy sent sooner only queues behind the
-    /// erase, on a serial line in buffers the device needs for what follows. nil: resend it after the
-    /// measured timeout like any other request (datagram links, where a copy costs nothing, the device
-    /// drops what it has no buffer for, and a lost first chunk would otherwise cost the whole wait).
-    /// Default: 2 s.
-    var eraseResendFloor: Duration? { get }
-}
-
-extension McuMgrTransport {
-    public func maximumPacketSize(deviceBufferSize: Int) -> Int { min(mtu, deviceBufferSize) }
-
-    /// One buffer answers while the others hold requests.
-    public func framesInFlight(deviceBufferCount: Int) -> Int { max(1, deviceBufferCount - 1) }
-
-    public var roundTripMemory: RoundTripMemory? { nil }
-
-    public var parametersMemory: DeviceParametersMemory? { nil }
-
-    public var eraseResendFloor: Duration? { .seconds(2) }
-
-    /// The packet limit is the MTU; the window ceiling is the session's (devices refine it with `buf_count`).
-    public var linkLimits: LinkLimits {
-        LinkLimits(maximumPacketSize: mtu, framesInFlight: max(sessionDefaults.window, 255))
-    }
 }
 
 /// A transport that knows what a device's return code most likely means on its link: rc 9 (ECORRUPT)

@@ -81,24 +81,23 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         return link?.device.address
     }
 
-    public var sessionDefaults: SMPSessionConfiguration { SMPSessionConfiguration(window: 1) }
-
-    /// The longest write, and once connected the device's buffers as the connection asked them (`os
-    /// params`, see `deviceProfile`), so that transfers on this connection need not ask again.
+    /// The longest write as the packet of one frame; towards a device with SMP reassembly, packets of up
+    /// to `BLEFramingCodec.defaultMaximumPacketSize` in several writes; a session window of 1 until the
+    /// device's buffers are known; and once connected the device's buffers as the connection asked them
+    /// (`os params`, see `deviceProfile`), so that transfers on this connection need not ask again.
     public var linkLimits: LinkLimits {
-        var limits = LinkLimits(maximumPacketSize: mtu, framesInFlight: 255)
-        if let profile = deviceProfile {
+        let profile = deviceProfile
+        let reassembles = profile?.reassembles ?? configuration.deviceReassembly
+        var limits = LinkLimits(
+            maximumPacketSize: mtu,
+            reassembledPacketLimit: reassembles ? BLEFramingCodec.defaultMaximumPacketSize : nil,
+            framesInFlight: 255, session: SMPSessionConfiguration(window: 1))
+        if let profile {
             limits.deviceBufferSize = profile.bufferSize
             limits.deviceBufferCount = profile.bufferCount
             limits.piecesArriveOutOfOrder = profile.piecesArriveOutOfOrder
         }
         return limits
-    }
-
-    public func maximumPacketSize(deviceBufferSize: Int) -> Int {
-        let reassembles = deviceProfile?.reassembles ?? configuration.deviceReassembly
-        return BLEFramingCodec.maximumPacketSize(
-            maximumWriteLength: mtu, deviceBufferSize: deviceBufferSize, deviceReassembles: reassembles)
     }
 
     /// Looks for the device (by address or advertised name: a scan of `scanTimeout` when BlueZ has not

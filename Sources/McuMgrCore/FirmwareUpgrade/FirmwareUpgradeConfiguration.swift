@@ -16,7 +16,8 @@ public struct FirmwareUpgradeConfiguration: Sendable, Hashable {
     public var reconnectTimeout: Duration
     /// Pause between reconnect or image-list attempts while the device is not back yet.
     public var retryInterval: Duration
-    /// Upload requests in flight; nil derives it from the device's buffer count (count − 1).
+    /// Upload requests in flight, within what the device's buffers take over the link; nil derives it from
+    /// the device's buffer count (`LinkLimits.window`: count − 1, count / 2 over UDP).
     public var pipelineDepth: Int?
     /// Resends of a request that failed with a retriable error before giving up.
     public var maximumRetries: Int

@@ -125,6 +125,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public private(set) var isPaused = false
     private var bufferSize: Int?
     private var bufferCount: Int?
+    /// What the link carries; refined with `bufferCount` for the upload's depth.
+    private let link: LinkLimits
     private var bootloaderName: String?
     private var mode: BootloaderMode = .unknown
     private var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
@@ -151,9 +153,16 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private var singleApp: Bool { mode == .singleApplication && !flow.suit }
 
     /// A machine for these images (upload order: as given).
-    public init(images: [FirmwareUpgradeImage], configuration: FirmwareUpgradeConfiguration = .init()) {
+    /// - Parameter link: what the link to the device carries (the client's `linkLimits`): the upload's
+    ///   depth is its `window` once refined with the device's buffer count and the configuration's
+    ///   `pipelineDepth`. The default bounds nothing: `buf_count - 1`.
+    public init(
+        images: [FirmwareUpgradeImage], configuration: FirmwareUpgradeConfiguration = .init(),
+        link: LinkLimits = LinkLimits(maximumPacketSize: BLEFramingCodec.defaultMaximumPacketSize, framesInFlight: 255)
+    ) {
         self.images = images
         self.configuration = configuration
+        self.link = link
         self.retriesLeft = configuration.maximumRetries
     }
 
@@ -847,10 +856,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         }
     }
 
+    /// The link's window for the device's buffers (one buffer when it did not say, unless a depth was
+    /// asked for) and the configuration's `pipelineDepth` (`LinkLimits.refined`).
     private var pipelineDepth: Int {
-        let limit = max(1, (bufferCount ?? 1) - 1)
-        guard let wanted = configuration.pipelineDepth else { return limit }
-        return max(1, bufferCount == nil ? wanted : min(wanted, limit))
+        let wanted = configuration.pipelineDepth
+        return link.refined(deviceBufferCount: bufferCount ?? (wanted == nil ? 1 : nil), requestedWindow: wanted).window
     }
 
     private mutating func startUpload(pipelineDepth: Int) {

@@ -51,20 +51,6 @@ public struct BLEFramingCodec: SMPFramingCodec {
         return max(minimumWriteLength, min(attMTU - 3, limit))
     }
 
-    /// The largest SMP packet a client should send. A device without SMP reassembly
-    /// (`CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY`) takes each write as a whole packet, so the packet must
-    /// fit one write; a device with reassembly takes packets up to its `buf_size`.
-    /// - Parameters:
-    ///   - maximumWriteLength: ATT MTU − 3 of the connection.
-    ///   - deviceBufferSize: the device's `buf_size` from MCUmgr parameters, nil when unknown.
-    ///   - deviceReassembles: whether the device reassembles packets split over several writes.
-    public static func maximumPacketSize(
-        maximumWriteLength: Int, deviceBufferSize: Int?, deviceReassembles: Bool
-    ) -> Int {
-        let limit = min(deviceBufferSize ?? defaultMaximumPacketSize, defaultMaximumPacketSize)
-        return deviceReassembles ? limit : min(maximumWriteLength, limit)
-    }
-
     /// The packet cut into consecutive ATT payloads of `maximumWriteLength` bytes (the last shorter).
     public func encode(_ packet: [UInt8]) -> [[UInt8]] {
         guard packet.count > maximumWriteLength else { return [packet] }

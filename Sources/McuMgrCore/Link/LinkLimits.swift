@@ -1,8 +1,12 @@
 /// What one link to one device can carry: the single place where transports, the session and transfers
 /// read the sizes they must respect.
 ///
-/// Each transport builds a starting value from its configuration (what is always safe for the link);
-/// `os params`, probing and observed losses refine it; `-v` prints it.
+/// Each transport declares what its link carries (packet size and framing overhead, frames in flight,
+/// how the device's buffers turn into requests in flight, the session's retransmission, the erase resend
+/// floor, console lines, out-of-order pieces) and what it learned by probing; `refined(deviceBufferSize:
+/// deviceBufferCount:requestedWindow:)` adds `os params` and the user's request, and `packetSize` and
+/// `window` are then the one answer the client's session, uploads, downloads and firmware upgrades read.
+/// Pure: no I/O. `-v` prints it.
 public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
     /// Serial console framing limits: Zephyr's `uart_mcumgr` (and MCUboot's boot_serial) receive a frame
     /// line by line into a few fixed line buffers.
@@ -60,17 +64,58 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The largest SMP packet (header included) that the link and the device take in one frame without
-    /// pacing; requests and chunks are sized to it.
+    /// How a device's SMP buffers (`buf_count`) turn into requests in flight over a link.
+    public enum BufferUse: Sendable, Hashable, CustomStringConvertible {
+        /// A request takes one buffer and its answer one more: `buf_count - 1` requests in flight (one
+        /// buffer answers while the others hold requests). Serial, Bluetooth LE, the in-memory simulator.
+        case oneBufferPerRequest
+        /// A request holds its buffer until it is answered, and the answer takes a second one:
+        /// `buf_count / 2` requests in flight (Zephyr's UDP transport, see `UDPTransport`).
+        case twoBuffersPerRequest
+
+        /// Requests a device with `bufferCount` buffers takes in flight, at least 1.
+        public func requestsInFlight(bufferCount: Int) -> Int {
+            switch self {
+            case .oneBufferPerRequest: return max(1, bufferCount - 1)
+            case .twoBuffersPerRequest: return max(1, bufferCount / 2)
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .oneBufferPerRequest: return "buf_count - 1 in flight"
+            case .twoBuffersPerRequest: return "buf_count / 2 in flight"
+            }
+        }
+    }
+
+    // MARK: What the transport declares
+
+    /// The largest SMP packet (header included) the link carries as one frame without pacing (a UDP
+    /// datagram, a console burst, one Bluetooth LE write). Before the device's buffer is known, requests
+    /// and chunks are sized to it; `packetSize` is the size to send.
     public var maximumPacketSize: Int
+    /// Bytes of the device's SMP buffer the link's framing spends beside the packet (a serial console's
+    /// length and CRC: 4).
+    public var framingOverhead: Int
+    /// The largest packet the link carries in several frames that the device joins again (Bluetooth LE
+    /// towards a device with SMP reassembly); nil when a packet must fit one frame.
+    public var reassembledPacketLimit: Int?
     /// Serial console line limits; nil on links without console framing.
     public var consoleLines: ConsoleLines?
-    /// Frames the device holds at once: the ceiling of the request window.
+    /// Frames the link holds at once: the ceiling of every request window on it.
     public var framesInFlight: Int
-    /// The device's SMP buffer (`buf_size` from `os params`) once known.
-    public var deviceBufferSize: Int?
-    /// The device's SMP buffer count (`buf_count`) once known.
-    public var deviceBufferCount: Int?
+    /// How the device's buffer count turns into requests in flight on this link.
+    public var bufferUse: BufferUse
+    /// The session's settings on this link (retransmission, the window before anything is known about
+    /// the device).
+    public var session: SMPSessionConfiguration
+    /// The shortest wait before resending a request the device may take seconds to answer because it
+    /// erases flash first (the first chunk of an image upload): a copy sent sooner only queues behind the
+    /// erase, on a serial line in buffers the device needs for what follows. nil: resend it after the
+    /// measured timeout like any other request (datagram links, where a copy costs nothing, the device
+    /// drops what it has no buffer for, and a lost first chunk would otherwise cost the whole wait).
+    public var eraseResendFloor: Duration?
     /// Chunk lengths are rounded to a multiple of this.
     public var byteAlignment: Int
     /// The pieces of one frame may arrive out of order (Bluetooth LE over EATT: BlueZ spreads the
@@ -78,28 +123,91 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
     /// overlap: downloads keep one request in flight (their answers fill the device's buffer).
     public var piecesArriveOutOfOrder: Bool
 
+    // MARK: What was learned
+
+    /// The device's SMP buffer (`buf_size` from `os params`) once known.
+    public var deviceBufferSize: Int?
+    /// The device's SMP buffer count (`buf_count`) once known; 1 for a device that does not report its
+    /// buffers (one request at a time).
+    public var deviceBufferCount: Int?
+    /// Requests in flight the user asked for (a transfer's `pipelineDepth`); nil lets the device's buffers
+    /// decide. Never more than the device's buffers take over this link, nor than the link holds.
+    public var requestedWindow: Int?
+
     public init(
-        maximumPacketSize: Int, consoleLines: ConsoleLines? = nil, framesInFlight: Int = 1,
+        maximumPacketSize: Int, framingOverhead: Int = 0, reassembledPacketLimit: Int? = nil,
+        consoleLines: ConsoleLines? = nil, framesInFlight: Int = 1, bufferUse: BufferUse = .oneBufferPerRequest,
+        session: SMPSessionConfiguration = SMPSessionConfiguration(), eraseResendFloor: Duration? = .seconds(2),
         deviceBufferSize: Int? = nil, deviceBufferCount: Int? = nil, byteAlignment: Int = 1,
         piecesArriveOutOfOrder: Bool = false
     ) {
         self.piecesArriveOutOfOrder = piecesArriveOutOfOrder
         self.maximumPacketSize = max(SMPHeader.size + 1, maximumPacketSize)
+        self.framingOverhead = max(0, framingOverhead)
+        self.reassembledPacketLimit = reassembledPacketLimit
         self.consoleLines = consoleLines
         self.framesInFlight = max(1, framesInFlight)
+        self.bufferUse = bufferUse
+        self.session = session
+        self.eraseResendFloor = eraseResendFloor
         self.deviceBufferSize = deviceBufferSize
         self.deviceBufferCount = deviceBufferCount
         self.byteAlignment = max(1, byteAlignment)
     }
 
+    // MARK: The one answer
+
+    /// These limits with what the device reported (`os params`: `buf_size`, `buf_count`) and what the user
+    /// asked for. A nil argument keeps what is known; values below 1 are ignored. The result's
+    /// `packetSize` and `window` are what the session, uploads, downloads and firmware upgrades use.
+    public func refined(
+        deviceBufferSize: Int? = nil, deviceBufferCount: Int? = nil, requestedWindow: Int? = nil
+    ) -> LinkLimits {
+        var limits = self
+        if let deviceBufferSize, deviceBufferSize > SMPHeader.size { limits.deviceBufferSize = deviceBufferSize }
+        if let deviceBufferCount, deviceBufferCount > 0 { limits.deviceBufferCount = deviceBufferCount }
+        if let requestedWindow, requestedWindow > 0 { limits.requestedWindow = requestedWindow }
+        return limits
+    }
+
+    /// The largest SMP packet (header included) to send: what the link carries (`maximumPacketSize`, or
+    /// `reassembledPacketLimit` when the device joins frames), within the device's buffer less the
+    /// framing's overhead once that buffer is known.
+    public var packetSize: Int {
+        guard let deviceBufferSize, deviceBufferSize > SMPHeader.size else { return maximumPacketSize }
+        let link = reassembledPacketLimit ?? maximumPacketSize
+        return max(SMPHeader.size + 1, min(link, deviceBufferSize - framingOverhead))
+    }
+
+    /// Requests in flight at once, never more than the link holds (`framesInFlight`): the requested window
+    /// within what the device's buffers take over this link (`bufferUse`); without a request, what the
+    /// buffers take; with neither known, the session's own window.
+    public var window: Int {
+        let fromDevice = deviceBufferCount.map { bufferUse.requestsInFlight(bufferCount: $0) }
+        let wanted: Int
+        switch (requestedWindow, fromDevice) {
+        case (let requested?, let device?): wanted = min(requested, device)
+        case (let requested?, nil): wanted = requested
+        case (nil, let device?): wanted = device
+        case (nil, nil): wanted = session.window
+        }
+        return max(1, min(framesInFlight, wanted))
+    }
+
     public var description: String {
         let frames =
-            framesInFlight >= 255
+            framesInFlight >= 255 && deviceBufferCount == nil && requestedWindow == nil
             ? "frames in flight as the device's buffers allow"
-            : "\(framesInFlight) frame\(framesInFlight == 1 ? "" : "s") in flight"
-        var parts = ["packet \(maximumPacketSize) B", frames]
+            : "\(window) frame\(window == 1 ? "" : "s") in flight"
+        var parts = ["packet \(packetSize) B", frames]
+        if framesInFlight < 255, framesInFlight != window { parts.append("the link holds \(framesInFlight)") }
+        if framingOverhead > 0 { parts.append("framing \(framingOverhead) B") }
+        if let reassembledPacketLimit { parts.append("reassembled up to \(reassembledPacketLimit) B") }
         if let consoleLines { parts.append("console \(consoleLines)") }
-        if let deviceBufferSize, let deviceBufferCount { parts.append("device buffers \(deviceBufferCount) x \(deviceBufferSize) B") }
+        if let deviceBufferSize, let deviceBufferCount {
+            parts.append("device buffers \(deviceBufferCount) x \(deviceBufferSize) B (\(bufferUse))")
+        }
+        if let requestedWindow { parts.append("asked for \(requestedWindow) in flight") }
         if byteAlignment > 1 { parts.append("alignment \(byteAlignment)") }
         if piecesArriveOutOfOrder { parts.append("pieces arrive out of order") }
         return parts.joined(separator: ", ")

@@ -69,17 +69,17 @@ public final class InMemorySimulatorTransport: McuMgrTransport, @unchecked Senda
 
     public var name: String { "sim:" }
 
-    /// The device's `bufferSize`.
-    public var mtu: Int { device.configuration.bufferSize }
-
-    /// A window of `bufferCount - 1` (requests and responses share the device's buffers); when
-    /// responses are being dropped, retransmission after 4 × latency (at least 100 ms).
-    public var sessionDefaults: SMPSessionConfiguration {
+    /// Packets of up to the device's `bufferSize`; a session window of `bufferCount - 1` (requests and
+    /// responses share the device's buffers); when responses are being dropped, retransmission after
+    /// 4 × latency (at least 100 ms).
+    public var linkLimits: LinkLimits {
         let options = self.options
         let lossy = (options.dropEveryNthResponse ?? 0) > 0 || !options.faults.isEmpty
-        return SMPSessionConfiguration(
-            window: max(1, device.configuration.bufferCount - 1),
-            retransmitInterval: lossy ? max(options.latency * 4, .milliseconds(100)) : nil)
+        return LinkLimits(
+            maximumPacketSize: device.configuration.bufferSize, framesInFlight: 255,
+            session: SMPSessionConfiguration(
+                window: max(1, device.configuration.bufferCount - 1),
+                retransmitInterval: lossy ? max(options.latency * 4, .milliseconds(100)) : nil))
     }
 
     /// The link behaviour; may be changed while open (e.g. go silent mid-transfer).

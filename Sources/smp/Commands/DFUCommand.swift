@@ -86,7 +86,7 @@ struct DFUCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("confirm-only, test-and-confirm, test-only or upload-only.", valueName: "mode"))
     var mode: String = "confirm-only"
 
-    @Option(help: "Upload chunks in flight at once (default: the device's buf_count - 1).")
+    @Option(help: "Upload chunks in flight at once, at most what the device's buffers take (default: buf_count - 1, over UDP buf_count / 2).")
     var pipeline: Int?
 
     @Option(help: "Round chunk sizes down to a multiple of this (1, 2, 4, 8, 16).")

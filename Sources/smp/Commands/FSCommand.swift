@@ -53,7 +53,7 @@ struct FSCommand: AsyncParsableCommand {
         @OptionGroup var fleet: FleetOptions
         @Argument(help: "The local file.") var local: String
         @Argument(help: "The absolute path on the device, e.g. /lfs1/data.bin.") var remote: String
-        @Option(help: "Chunks in flight at once (default: the device's buf_count - 1).") var pipeline: Int?
+        @Option(help: "Chunks in flight at once, at most what the device's buffers take (default: buf_count - 1, over UDP buf_count / 2).") var pipeline: Int?
         @Option(help: "Largest data bytes per chunk (default: as much as fits).") var chunkSize: Int?
         @Flag(help: "Skip the hash check after the transfer (the length is still checked).") var noVerify = false
         @Flag(help: "Upload from offset 0 even when the device already holds the start of this file.") var restart = false

@@ -90,7 +90,7 @@ struct ImageCommand: AsyncParsableCommand {
         @OptionGroup var fleet: FleetOptions
         @Argument(help: "The image file.") var file: String
         @Option(help: "Image number (0 = application core, 1 = network core, ...).") var image: Int = 0
-        @Option(help: "Chunks in flight at once (default: the device's buf_count - 1).") var pipeline: Int?
+        @Option(help: "Chunks in flight at once, at most what the device's buffers take (default: buf_count - 1, over UDP buf_count / 2).") var pipeline: Int?
         @Option(help: "Round chunk sizes down to a multiple of this (1, 2, 4, 8, 16).") var alignment: Int = 1
         @Option(help: "Largest data bytes per chunk (default: as much as fits).") var chunkSize: Int?
         @Flag(help: "Ask the device to refuse an image that is not newer than the running one.") var upgrade = false

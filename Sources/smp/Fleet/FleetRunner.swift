@@ -271,7 +271,10 @@ enum FleetRunner {
                         for: McuMgrDeviceURI(scheme: .serial, target: device.path, options: options), logger: discoveryLogger)
                 }
             }
-            devices.append(McuMgrFleet.Device(name: target.name, transport: transport, reconnection: reconnection))
+            devices.append(
+                McuMgrFleet.Device(
+                    name: target.name, transport: transport, reconnection: reconnection,
+                    client: DeviceResolver.clientConfiguration(for: target.uri, timeout: global.timeouts.answer)))
         }
         return McuMgrFleet(
             devices: devices,

@@ -14,8 +14,8 @@ final class VirtualTimeLink: McuMgrTransport, @unchecked Sendable {
 
     let clock: ManualClock
     let name = "virtual"
-    let mtu: Int
-    let sessionDefaults: SMPSessionConfiguration
+    /// Packets of up to the `mtu` given, the session given, frames in flight as the device's buffers allow.
+    let linkLimits: LinkLimits
     /// Written packets as they come, for the test to await.
     let writes: AsyncStream<Write>
     private let sink: AsyncStream<Write>.Continuation
@@ -30,8 +30,7 @@ final class VirtualTimeLink: McuMgrTransport, @unchecked Sendable {
         responder: (@Sendable (SMPPacket) -> CBOR?)? = nil
     ) {
         self.clock = clock
-        self.mtu = mtu
-        self.sessionDefaults = session
+        self.linkLimits = LinkLimits(maximumPacketSize: mtu, framesInFlight: 255, session: session)
         self.responder = responder
         (writes, sink) = AsyncStream.makeStream(of: Write.self)
     }

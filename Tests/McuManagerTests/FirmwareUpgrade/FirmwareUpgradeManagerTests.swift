@@ -564,8 +564,7 @@ final class OpenCloseCountingTransport: McuMgrTransport, @unchecked Sendable {
     var opens: Int { counts.current.opens }
     var closes: Int { counts.current.closes }
     var name: String { inner.name }
-    var mtu: Int { inner.mtu }
-    var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
+    var linkLimits: LinkLimits { inner.linkLimits }
     func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
         counts.withValue { $0.opens += 1 }
         try await inner.open(handler)

@@ -101,8 +101,7 @@ extension FirmwareUpgradeTimingTests {
             self.clock = clock
         }
         var name: String { inner.name }
-        var mtu: Int { inner.mtu }
-        var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
+        var linkLimits: LinkLimits { inner.linkLimits }
         func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws { try await inner.open(handler) }
         func send(_ packet: [UInt8]) throws {
             if let header = try? SMPHeader(decoding: packet) { sent.withValue { $0.append((clock.elapsed, header)) } }

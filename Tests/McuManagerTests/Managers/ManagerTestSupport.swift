@@ -52,25 +52,19 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
         var handler: (@Sendable (McuMgrTransportEvent) -> Void)?
     }
 
-    /// Where uploads keep the device's buffers and unfinished uploads (nil: not kept).
-    let parametersMemory: DeviceParametersMemory?
-
     private let mtuOverride: Int?
 
     /// - Parameter mtu: the link's MTU when not the inner transport's (a link that carries more than the
     ///   device takes).
-    init(_ inner: any McuMgrTransport, parametersMemory: DeviceParametersMemory? = nil, mtu: Int? = nil) {
+    init(_ inner: any McuMgrTransport, mtu: Int? = nil) {
         self.inner = inner
-        self.parametersMemory = parametersMemory
         mtuOverride = mtu
     }
 
     var name: String { inner.name }
-    var mtu: Int { mtuOverride ?? inner.mtu }
-    var sessionDefaults: SMPSessionConfiguration { inner.sessionDefaults }
     var linkLimits: LinkLimits {
         var limits = inner.linkLimits
-        limits.maximumPacketSize = mtu
+        if let mtuOverride { limits.maximumPacketSize = mtuOverride }
         limits.piecesArriveOutOfOrder = piecesArriveOutOfOrder.current
         return limits
     }
@@ -164,8 +158,8 @@ struct ManagerRig {
     ) {
         self.device = device
         link = InMemorySimulatorTransport(device: device)
-        tap = ManagerTapTransport(link, parametersMemory: parametersMemory, mtu: mtu)
-        client = McuMgrClient(transport: tap, configuration: .init(timeout: timeout))
+        tap = ManagerTapTransport(link, mtu: mtu)
+        client = McuMgrClient(transport: tap, configuration: .init(timeout: timeout, parametersMemory: parametersMemory))
     }
 
     /// Waits (at most 30 s) until the device has finished rebooting.

@@ -39,8 +39,9 @@ final class EventCollector: @unchecked Sendable {
 struct InMemorySimulatorTransportTests {
     @Test func deliversResponsesInOrderAsynchronously() async throws {
         let transport = InMemorySimulatorTransport()
-        #expect(transport.mtu == 2048)
-        #expect(transport.sessionDefaults.window == 3)
+        #expect(transport.linkLimits.maximumPacketSize == 2048)
+        #expect(transport.linkLimits.session.window == 3)
+        #expect(transport.linkLimits.window == 3)
         let events = EventCollector()
         try await transport.open { events.add($0) }
         for sequence in 0..<20 {

@@ -36,12 +36,12 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     }
 
     var name: String { "serial:line-buffered" }
-    var mtu: Int { linkLimits.maximumPacketSize }
-    var sessionDefaults: SMPSessionConfiguration { SMPSessionConfiguration(window: 1, adaptiveRetransmit: true) }
     var linkLimits: LinkLimits {
-        LinkLimits(maximumPacketSize: currentConsoleLines.largestPacketPerBurst, consoleLines: currentConsoleLines, framesInFlight: 1)
+        LinkLimits(
+            maximumPacketSize: currentConsoleLines.largestPacketPerBurst, framingOverhead: 4,
+            consoleLines: currentConsoleLines, framesInFlight: 1,
+            session: SMPSessionConfiguration(window: 1, adaptiveRetransmit: true))
     }
-    func maximumPacketSize(deviceBufferSize: Int) -> Int { min(mtu, deviceBufferSize - 4) }
 
     var currentConsoleLines: LinkLimits.ConsoleLines { state.current.lines }
     var lineGap: Duration { .milliseconds(20) }

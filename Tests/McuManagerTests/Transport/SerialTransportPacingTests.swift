@@ -77,7 +77,7 @@ struct SerialTransportPacingTests {
         let transport = SerialTransport(configuration: .init(path: pty.path, lines: 2, lineGap: .seconds(5)))
         try await transport.open { _ in }
         defer { Task { await transport.close() } }
-        #expect(transport.mtu == 182)
+        #expect(transport.linkLimits.maximumPacketSize == 182)
         let packet = SMPPacket(
             header: SMPHeader(version: .v2, operation: .write, length: 0, group: .os, sequence: 2, command: McuMgrCommand(0)),
             payload: Array(repeating: 0x62, count: 182 - 8)
@@ -92,17 +92,24 @@ struct SerialTransportPacingTests {
         #expect(plain.linkLimits.consoleLines == .zephyrDefault)
         #expect(plain.linkLimits.maximumPacketSize == 182)
         #expect(plain.linkLimits.framesInFlight == 1)
+        // Console framing spends 4 bytes of the device's buffer on length and CRC; 2 s erase resend floor.
+        #expect(plain.linkLimits.framingOverhead == 4)
+        #expect(plain.linkLimits.refined(deviceBufferSize: 2475).packetSize == 182)
+        #expect(plain.linkLimits.refined(deviceBufferSize: 100).packetSize == 96)
+        #expect(plain.linkLimits.eraseResendFloor == .seconds(2))
         #expect(plain.needsConsoleProbe)
         let fixed = SerialTransport(configuration: .init(path: "/dev/null", lineLength: 511, lines: 4, window: 2))
         #expect(!fixed.needsConsoleProbe)
         #expect(fixed.linkLimits.consoleLines == .init(length: 511, count: 4))
         #expect(fixed.linkLimits.framesInFlight == 2)
-        #expect(fixed.sessionDefaults.window == 2)
+        #expect(fixed.linkLimits.session.window == 2)
+        #expect(fixed.linkLimits.window == 2)
+        #expect(fixed.linkLimits.refined(deviceBufferCount: 4).window == 2)
         // Resends: measured from round trips, unless a fixed interval is set (`retransmit=`).
-        #expect(plain.sessionDefaults.retransmitInterval == nil && plain.sessionDefaults.adaptiveRetransmit)
+        #expect(plain.linkLimits.session.retransmitInterval == nil && plain.linkLimits.session.adaptiveRetransmit)
         var slow = SerialTransport.Configuration(path: "/dev/null")
         slow.retransmitInterval = .seconds(5)
-        #expect(SerialTransport(configuration: slow).sessionDefaults.retransmitInterval == .seconds(5))
+        #expect(SerialTransport(configuration: slow).linkLimits.session.retransmitInterval == .seconds(5))
         // Learning keeps what the user fixed.
         let half = SerialTransport(configuration: .init(path: "/dev/null", lines: 3))
         half.learnConsoleLines(.init(length: 511, count: 8), final: true)
@@ -111,5 +118,6 @@ struct SerialTransportPacingTests {
         let raw = SerialTransport(configuration: .init(path: "/dev/null", framing: .raw))
         #expect(!raw.needsConsoleProbe)
         #expect(raw.linkLimits.consoleLines == nil)
+        #expect(raw.linkLimits.framingOverhead == 0)
     }
 }

@@ -60,7 +60,7 @@ struct BLETransportTests {
             let client = McuMgrClient(transport: transport)
             let os = DefaultManager(client: client)
             #expect(try await os.echo("short") == "short")
-            #expect(transport.maximumPacketSize(deviceBufferSize: 2048) == 182)
+            #expect(transport.linkLimits.refined(deviceBufferSize: 2048).packetSize == 182)
             // Refused before it is sent, and only this request: the link stays up.
             await expectMcuMgrError(.usage, containing: ["414-byte request does not fit one 182-byte Bluetooth write", "reassembly=off"]) {
                 _ = try await os.echo(String(repeating: "y", count: 400))
@@ -80,8 +80,8 @@ struct BLETransportTests {
 
     @Test func pipelinedRequestsAllGetTheirAnswers() async throws {
         try await BLEHarness.with(attMTU: 185) { harness in
-            let client = McuMgrClient(transport: try harness.transport())
-            await client.setWindow(4)
+            let client = McuMgrClient(
+                transport: try harness.transport(), configuration: .init(session: SMPSessionConfiguration(window: 4)))
             let os = DefaultManager(client: client)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<40 {
@@ -139,8 +139,9 @@ struct BLETransportTests {
         try await BLEHarness.with(drop: { request in
             request.count >= hold.count && (0...(request.count - hold.count)).contains { Array(request[$0..<($0 + hold.count)]) == hold }
         }) { harness in
-            let client = McuMgrClient(transport: try harness.transport(), configuration: .init(timeout: .seconds(30)))
-            await client.setWindow(4)
+            let client = McuMgrClient(
+                transport: try harness.transport(),
+                configuration: .init(timeout: .seconds(30), session: SMPSessionConfiguration(window: 4)))
             let os = DefaultManager(client: client)
             #expect(try await os.echo("warm up") == "warm up")
             let started = ContinuousClock.now
@@ -307,9 +308,10 @@ struct BLEConfigurationTests {
     @Test func packetSizesFollowReassembly() throws {
         let with = McuMgrBleTransport(configuration: .init(target: .name("x"), attMTU: 247))
         #expect(with.mtu == 244)
-        #expect(with.maximumPacketSize(deviceBufferSize: 2048) == 2048)
+        #expect(with.linkLimits.refined(deviceBufferSize: 2048).packetSize == 2048)
         let without = McuMgrBleTransport(configuration: .init(target: .name("x"), attMTU: 247, deviceReassembly: false))
-        #expect(without.maximumPacketSize(deviceBufferSize: 2048) == 244)
-        #expect(without.sessionDefaults.retransmitInterval == nil)
+        #expect(without.linkLimits.refined(deviceBufferSize: 2048).packetSize == 244)
+        #expect(without.linkLimits.session.retransmitInterval == nil)
+        #expect(without.linkLimits.refined(deviceBufferCount: 4).window == 3)
     }
 }

@@ -136,14 +136,22 @@ struct BLEFramingCodecTests {
         #expect(Self.decode(codec.encode(packet), with: &codec) == [.packet(packet)])
     }
 
+    /// A device without SMP reassembly (`CONFIG_MCUMGR_TRANSPORT_BT_REASSEMBLY`) takes each write as a whole
+    /// packet, so the packet must fit one write; a device with reassembly takes packets up to its
+    /// `buf_size` (the rule is `LinkLimits.packetSize`, as McuMgrBleTransport declares its link).
     @Test func maximumPacketSizeFollowsDeviceReassembly() {
-        #expect(BLEFramingCodec.maximumPacketSize(maximumWriteLength: 244, deviceBufferSize: 2475, deviceReassembles: true) == 2475)
-        #expect(BLEFramingCodec.maximumPacketSize(maximumWriteLength: 244, deviceBufferSize: 2475, deviceReassembles: false) == 244)
-        #expect(BLEFramingCodec.maximumPacketSize(maximumWriteLength: 495, deviceBufferSize: 384, deviceReassembles: false) == 384)
-        #expect(BLEFramingCodec.maximumPacketSize(maximumWriteLength: 20, deviceBufferSize: nil, deviceReassembles: false) == 20)
-        #expect(
-            BLEFramingCodec.maximumPacketSize(maximumWriteLength: 20, deviceBufferSize: nil, deviceReassembles: true)
-                == BLEFramingCodec.defaultMaximumPacketSize)
+        func link(write: Int, reassembles: Bool) -> LinkLimits {
+            LinkLimits(
+                maximumPacketSize: write, reassembledPacketLimit: reassembles ? BLEFramingCodec.defaultMaximumPacketSize : nil,
+                framesInFlight: 255)
+        }
+        #expect(link(write: 244, reassembles: true).refined(deviceBufferSize: 2475).packetSize == 2475)
+        #expect(link(write: 244, reassembles: false).refined(deviceBufferSize: 2475).packetSize == 244)
+        #expect(link(write: 495, reassembles: false).refined(deviceBufferSize: 384).packetSize == 384)
+        #expect(link(write: 20, reassembles: false).packetSize == 20)
+        // Before the device's buffer is known, one write, even towards a device that reassembles.
+        #expect(link(write: 20, reassembles: true).packetSize == 20)
+        #expect(link(write: 244, reassembles: true).refined(deviceBufferSize: 70_000).packetSize == BLEFramingCodec.defaultMaximumPacketSize)
     }
 
     @Test func garbageNeverCrashesAndGoodPacketsStillArrive() {

@@ -70,6 +70,98 @@ import Testing
     }
 }
 
+/// The one refinement: what a link declares, plus `os params` and a requested window, gives the packet
+/// size and the window every user of the link reads.
+@Suite struct LinkLimitsRefinementTests {
+    /// The links as the transports declare them (see their `linkLimits`).
+    static let udp = LinkLimits(
+        maximumPacketSize: 1472, framesInFlight: 255, bufferUse: .twoBuffersPerRequest, eraseResendFloor: nil)
+    static let console = LinkLimits(maximumPacketSize: 182, framingOverhead: 4, consoleLines: .zephyrDefault)
+    static let consoleWindow2 = LinkLimits(
+        maximumPacketSize: 182, framingOverhead: 4, consoleLines: .zephyrDefault, framesInFlight: 2,
+        session: SMPSessionConfiguration(window: 2))
+    static let bleReassembling = LinkLimits(maximumPacketSize: 244, reassembledPacketLimit: 65543, framesInFlight: 255)
+    static let bleOneWrite = LinkLimits(maximumPacketSize: 244, framesInFlight: 255)
+    static let simulator = LinkLimits(
+        maximumPacketSize: 2048, framesInFlight: 255, session: SMPSessionConfiguration(window: 3))
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var link: LinkLimits
+        var bufferSize: Int?
+        var bufferCount: Int?
+        var requested: Int?
+        var packetSize: Int
+        var window: Int
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        // Nothing known: the link's packet, the session's window.
+        Row(name: "udp, nothing known", link: udp, packetSize: 1472, window: 1),
+        Row(name: "simulator, nothing known", link: simulator, packetSize: 2048, window: 3),
+        Row(name: "console, nothing known", link: console, packetSize: 182, window: 1),
+        // Zephyr's UDP transport: a request holds two buffers, so buf_count / 2.
+        Row(name: "udp 2 buffers", link: udp, bufferSize: 2048, bufferCount: 2, packetSize: 1472, window: 1),
+        Row(name: "udp 4 buffers", link: udp, bufferSize: 2048, bufferCount: 4, packetSize: 1472, window: 2),
+        Row(name: "udp 5 buffers", link: udp, bufferSize: 2048, bufferCount: 5, packetSize: 1472, window: 2),
+        Row(name: "udp small buffer", link: udp, bufferSize: 512, bufferCount: 4, packetSize: 512, window: 2),
+        Row(name: "udp asks 8 of 4 buffers", link: udp, bufferCount: 4, requested: 8, packetSize: 1472, window: 2),
+        Row(name: "udp asks 1 of 4 buffers", link: udp, bufferCount: 4, requested: 1, packetSize: 1472, window: 1),
+        Row(name: "udp asks 3, buffers unknown", link: udp, requested: 3, packetSize: 1472, window: 3),
+        // Elsewhere one buffer answers while the others hold requests: buf_count - 1.
+        Row(name: "simulator 4 buffers", link: simulator, bufferSize: 2048, bufferCount: 4, packetSize: 2048, window: 3),
+        Row(name: "simulator 2 buffers", link: simulator, bufferSize: 1024, bufferCount: 2, packetSize: 1024, window: 1),
+        Row(name: "simulator 1 buffer (no os params)", link: simulator, bufferCount: 1, packetSize: 2048, window: 1),
+        Row(name: "simulator asks 8 of 4 buffers", link: simulator, bufferCount: 4, requested: 8, packetSize: 2048, window: 3),
+        // A console spends 4 bytes of the buffer on length and CRC; the link holds one frame unless window=.
+        Row(name: "console 4 x 2475", link: console, bufferSize: 2475, bufferCount: 4, packetSize: 182, window: 1),
+        Row(name: "console 4 x 100", link: console, bufferSize: 100, bufferCount: 4, packetSize: 96, window: 1),
+        Row(name: "console window=2, 4 buffers", link: consoleWindow2, bufferCount: 4, packetSize: 182, window: 2),
+        Row(name: "console window=2, 2 buffers", link: consoleWindow2, bufferCount: 2, packetSize: 182, window: 1),
+        Row(name: "console window=2, nothing known", link: consoleWindow2, packetSize: 182, window: 2),
+        // Bluetooth LE: a reassembling device takes packets up to its buffer in several writes.
+        Row(name: "ble reassembly", link: bleReassembling, bufferSize: 2048, bufferCount: 4, packetSize: 2048, window: 3),
+        Row(name: "ble one write", link: bleOneWrite, bufferSize: 2048, bufferCount: 4, packetSize: 244, window: 3),
+        Row(name: "ble one write, small buffer", link: bleOneWrite, bufferSize: 128, packetSize: 128, window: 1),
+    ]
+
+    @Test(arguments: rows)
+    func refinement(_ row: Row) {
+        let refined = row.link.refined(
+            deviceBufferSize: row.bufferSize, deviceBufferCount: row.bufferCount, requestedWindow: row.requested)
+        #expect(refined.packetSize == row.packetSize)
+        #expect(refined.window == row.window)
+        #expect(refined.deviceBufferSize == row.bufferSize)
+        #expect(refined.deviceBufferCount == row.bufferCount)
+    }
+
+    @Test func refiningAgainKeepsWhatIsKnownAndIgnoresNonsense() {
+        let learned = Self.udp.refined(deviceBufferSize: 1024, deviceBufferCount: 6)
+        #expect(learned.window == 3)
+        let again = learned.refined()
+        #expect(again == learned)
+        let nonsense = learned.refined(deviceBufferSize: 4, deviceBufferCount: 0, requestedWindow: -1)
+        #expect(nonsense == learned)
+        let replaced = learned.refined(deviceBufferCount: 2, requestedWindow: 5)
+        #expect(replaced.deviceBufferSize == 1024)
+        #expect(replaced.window == 1)
+        #expect(replaced.description.contains("1 frame in flight"))
+        #expect(Self.udp.refined(deviceBufferCount: 4).description.contains("2 frames in flight"))
+        #expect(
+            Self.console.refined(deviceBufferSize: 1024, deviceBufferCount: 4).description
+                == "packet 182 B, 1 frame in flight, framing 4 B, console 2 lines of 127 B, device buffers 4 x 1024 B (buf_count - 1 in flight)")
+        #expect(Self.consoleWindow2.refined(deviceBufferCount: 2).description.contains("1 frame in flight, the link holds 2"))
+        #expect(replaced.description.contains("device buffers 2 x 1024 B (buf_count / 2 in flight)"))
+    }
+
+    @Test(arguments: [(1, 1, 1), (2, 1, 1), (3, 2, 1), (4, 3, 2), (5, 4, 2), (8, 7, 4)])
+    func bufferUse(count: Int, oneBuffer: Int, twoBuffers: Int) {
+        #expect(LinkLimits.BufferUse.oneBufferPerRequest.requestsInFlight(bufferCount: count) == oneBuffer)
+        #expect(LinkLimits.BufferUse.twoBuffersPerRequest.requestsInFlight(bufferCount: count) == twoBuffers)
+    }
+}
+
 @Suite struct RoundTripEstimatorTests {
     @Test func firstSampleSetsSmoothedAndHalfVariation() {
         var e = RoundTripEstimator(initial: .seconds(1), floor: .milliseconds(10), ceiling: .seconds(60))

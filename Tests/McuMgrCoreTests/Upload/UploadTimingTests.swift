@@ -331,7 +331,7 @@ import Testing
         }
     }
 
-    /// What `smp` uses over UDP (`UDPTransport.sessionDefaults`: adaptive resends above a 25 ms floor,
+    /// What `smp` uses over UDP (`UDPTransport.linkLimits.session`: adaptive resends above a 25 ms floor,
     /// 250 ms before the first round trip) and `ChunkedUploader`'s limits for a window of `depth`.
     static func udpRun(data: [UInt8], bufferCount: Int, depth: Int, chunk: Int, oneWay: @escaping (Int) -> UInt64) -> Run {
         var run = Run(
@@ -428,7 +428,7 @@ import Testing
         #expect(run.device.offsetErrors == 5)
     }
 
-    /// MCUboot's serial recovery as `smp dfu` drives it over serial (`SerialTransport.sessionDefaults`: resends
+    /// MCUboot's serial recovery as `smp dfu` drives it over serial (`SerialTransport.linkLimits.session`: resends
     /// after the measured timeout, not sooner than 300 ms), one chunk in flight (`buf_count` 1), 1000-byte
     /// chunks, 4 KiB sectors that take 376 ms each to erase (issue 22's measurement).
     static func recoveryRun(data: [UInt8], resendFloor: Duration?, sector: Int = 4096, copyAnswer: CBOR? = nil) -> Run {
