@@ -116,6 +116,9 @@ public final class McuMgrFleet: Sendable {
     public let devices: [Device]
     /// How the fleet runs.
     public let configuration: Configuration
+    /// The clock the per-device time limit and the durations run on, and every device's client (tests
+    /// pass a manual clock).
+    public let clock: McuMgrClock
     private let logger: Logger
     private let subscribers = LockedState<[UUID: AsyncStream<McuMgrFleetEvent>.Continuation]>([:])
     private let runs = LockedState<[UUID: Task<Void, Never>]>([:])
@@ -124,13 +127,17 @@ public final class McuMgrFleet: Sendable {
     /// - Parameters:
     ///   - devices: the devices, each with its own name.
     ///   - logger: given to every device's client (debug-level traces; nothing above unless wrong).
+    ///   - clock: what the per-device time limit and the durations are measured on, and every device's
+    ///     client's clock.
     public init(
         devices: [Device], configuration: Configuration = .init(),
-        logger: Logger = Logger(label: "mcumgr.fleet", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "mcumgr.fleet", factory: { _ in SwiftLogNoOpLogHandler() }),
+        clock: McuMgrClock = .continuous
     ) {
         self.devices = devices
         self.configuration = configuration
         self.logger = logger
+        self.clock = clock
     }
 
     /// The number of devices worked on at once: ``Configuration/maximumParallel``, at least 1, at most all.
@@ -262,7 +269,6 @@ public final class McuMgrFleet: Sendable {
         _ index: Int, _ operation: @escaping @Sendable (Session) async throws -> Value
     ) async -> McuMgrFleetResult<Value> {
         let device = devices[index]
-        let clock = ContinuousClock()
         let start = clock.now
         let bytes = LockedState(0)
         let outcome: Result<Value, McuMgrError>
@@ -273,7 +279,8 @@ public final class McuMgrFleet: Sendable {
             var client: McuMgrClient?
             do {
                 let transport = try await device.transport()
-                let c = McuMgrClient(transport: transport, configuration: device.client ?? configuration.client, logger: logger)
+                let c = McuMgrClient(
+                    transport: transport, configuration: device.client ?? configuration.client, logger: logger, clock: clock)
                 client = c
                 let session = Session(
                     device: device.name, index: index, client: c, reconnection: device.reconnection, fleet: self,
@@ -284,7 +291,7 @@ public final class McuMgrFleet: Sendable {
             }
             await client?.close()
         }
-        let duration = clock.now - start
+        let duration = start.duration(to: clock.now)
         let result = McuMgrFleetResult(
             device: device.name, index: index, result: outcome, duration: duration, bytesSent: bytes.withLock { $0 })
         emit(McuMgrFleetEvent(device: device.name, index: index, kind: .finished(error: result.error, duration: duration)))
@@ -296,10 +303,11 @@ public final class McuMgrFleet: Sendable {
         _ name: String, _ body: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         guard let limit = configuration.deviceTimeLimit else { return try await body() }
+        let clock = self.clock
         return try await withThrowingTaskGroup(of: LimitedOutcome<Value>.self) { group in
             group.addTask { .value(try await body()) }
             group.addTask {
-                try await Task.sleep(for: limit)
+                try await clock.sleep(for: limit)
                 return .overtime
             }
             defer { group.cancelAll() }

@@ -217,30 +217,46 @@ struct McuMgrFleetTests {
         #expect(results.map { $0.value } == members.map(\.name))
     }
 
-    @Test func aDeviceOverItsTimeLimitFailsWithATimeout() async throws {
+    @Test func aDeviceOverItsTimeLimitFailsWithATimeoutAtTheLimit() async throws {
+        // In virtual time: the limit, the durations and the clients run on the fleet's clock.
+        let clock = ManualClock()
         let members = [SimulatedMember("quick"), SimulatedMember("stuck")]
         let fleet = McuMgrFleet(
-            devices: members.map(\.fleetDevice), configuration: .init(deviceTimeLimit: .milliseconds(300)))
+            devices: members.map(\.fleetDevice), configuration: .init(deviceTimeLimit: .seconds(30)), clock: McuMgrClock(clock))
         let stuckWasCancelled = ManagerTestBox(false)
-        let results = await fleet.run { session in
-            if session.device == "stuck" {
-                // A device that never answers (the scenario): only the time limit ends it, by cancelling.
-                do {
-                    try await Task.sleep(for: .seconds(60))
-                } catch {
-                    stuckWasCancelled.withValue { $0 = Task.isCancelled }
-                    throw error
+        let events = fleet.events()
+        let run = Task {
+            await fleet.run { session in
+                if session.device == "stuck" {
+                    // A device that never answers (the scenario): only the time limit ends it, by cancelling.
+                    do {
+                        try await clock.sleep(for: .seconds(3600))
+                    } catch {
+                        stuckWasCancelled.withValue { $0 = Task.isCancelled }
+                        throw error
+                    }
                 }
+                return try await DefaultManager(client: session.client).echo(session.device)
             }
-            return session.index
         }
-        #expect(results[0].value == 0)
+        // The quick device is done, without any time passing, and the stuck one sleeps under its limit.
+        for await event in events {
+            if event.device == "quick", case .finished = event.kind { break }
+        }
+        await clock.waitForSleepers { $0.contains(.seconds(30)) && $0.contains(.seconds(3600)) }
+        clock.advance(to: .seconds(30) - .nanoseconds(1))
+        #expect(!stuckWasCancelled.current)
+        #expect(clock.pendingDeadlines.contains(.seconds(30)))
+        clock.advance(to: .seconds(30))
+        let results = await run.value
+        #expect(results[0].value == "quick")
+        #expect(results[0].duration == .zero)
         let error = try #require(results[1].error)
         #expect(error.kind == .timeout)
-        #expect(error.message.contains("stuck") && error.message.contains("0.3 s"), "\(error.message)")
-        // Ended by the limit, which cancelled the operation, not by waiting it out.
+        #expect(error.message.contains("stuck") && error.message.contains("30 s"), "\(error.message)")
+        // Ended by the limit, which cancelled the operation, exactly when it ran out.
         #expect(stuckWasCancelled.current)
-        #expect(results[1].duration >= .milliseconds(300))
+        #expect(results[1].duration == .seconds(30))
     }
 
     @Test func devicesFromSimURIsEachGetTheirOwnSession() async throws {
