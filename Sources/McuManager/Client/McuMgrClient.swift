@@ -48,12 +48,12 @@ public actor McuMgrClient {
     /// Who gets a request's answer: a task waiting in `send`, or a callback from `submit`.
     private enum Completion {
         case continuation(CheckedContinuation<SMPPacket, any Error>)
-        case callback(@Sendable (Result<SMPPacket, McuMgrError>) -> Void)
+        case callback(@Sendable (McuMgrRequestEvent) -> Void)
 
         func complete(_ result: Result<SMPPacket, McuMgrError>) {
             switch self {
             case .continuation(let continuation): continuation.resume(with: result.mapError { $0 as any Error })
-            case .callback(let callback): callback(result)
+            case .callback(let callback): callback(.answered(result))
             }
         }
     }
@@ -70,16 +70,11 @@ public actor McuMgrClient {
     /// firmware upgrades through this client use it too.
     public nonisolated let clock: McuMgrClock
     private let epoch: McuMgrClock.Instant
-    private let resends = LockedState(0)
     /// What this client learned about the device on the current connection (`os params`) and the window
     /// the running transfer asks for: `linkLimits` adds them to the transport's.
     private var learnedBufferSize: Int?
     private var learnedBufferCount: Int?
     private var requestedWindow: Int?
-
-    /// Requests resent so far because the link lost them or their answers (readable from any task:
-    /// transfers watch it to shrink their window).
-    public nonisolated var resendCount: Int { resends.withLock { $0 } }
 
     /// - Parameters:
     ///   - transport: the link to the device; opened on the first request.
@@ -211,20 +206,22 @@ public actor McuMgrClient {
         }
     }
 
-    /// Sends a request without waiting for its answer: `completion` gets the raw response packet (any
-    /// status) or the error, exactly once, on the client. Requests submitted one after the other (each
-    /// `submit` awaited) go out in that order; pipelined uploads use this.
+    /// Sends a request without waiting for its answer. `events` hears, on the client and in order, each
+    /// resend of the request (`.resent`: the link lost it or its answer; transfers shrink their window)
+    /// and then, exactly once, its outcome (`.answered`: the raw response packet, any status, or the
+    /// error). Requests submitted one after the other (each `submit` awaited) go out in that order;
+    /// pipelined uploads use this.
     /// - Returns: a handle to cancel the request with ``cancel(_:)``.
-    /// - Throws: `McuMgrError` when the link cannot be opened (`completion` is then not called).
+    /// - Throws: `McuMgrError` when the link cannot be opened (`events` then hears nothing).
     public func submit(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
         timeout: Duration? = nil, retransmittable: Bool = true, resendFloor: Duration? = nil, name: String? = nil,
-        completion: @escaping @Sendable (Result<SMPPacket, McuMgrError>) -> Void
+        events: @escaping @Sendable (McuMgrRequestEvent) -> Void
     ) async throws -> McuMgrRequestHandle {
         try await ensureOpen()
         let id = SMPRequestID(nextID)
         nextID &+= 1
-        waiting[id] = .callback(completion)
+        waiting[id] = .callback(events)
         operations[id] = name ?? "\(group) command \(command)"
         execute(
             session.submit(
@@ -392,8 +389,8 @@ public actor McuMgrClient {
     private func logNotices() {
         for notice in session.takeNotices() {
             switch notice {
-            case .retransmitted(let sequence, let attempt, let after):
-                resends.withLock { $0 += 1 }
+            case .retransmitted(let id, let sequence, let attempt, let after):
+                if case .callback(let events)? = waiting[id] { events(.resent(attempt: attempt)) }
                 logger.debug(
                     "resend seq \(sequence) (#\(attempt)) after \(after.milliseconds) ms without an answer; \(session.roundTrips)")
             case .unmatchedResponse(let header):

@@ -198,25 +198,20 @@ struct UploadEngine: Sendable {
                 progressTimeout: configuration.chunkTimeout))
         /// The machine's clock: time since the upload started.
         func now() -> SMPInstant { SMPInstant(nanoseconds: started.duration(to: clock.now).nanosecondsClamped) }
-        var resendsSeen = client.resendCount
         // Rates over the last seconds of the upload, from its first chunk (not the link probe before it).
         let firstChunkTime = clock.now
         var rate = TransferRateEstimator()
         rate.record(bytes: 0, at: .zero)
         var lastError: McuMgrError?
 
-        // Chunks are submitted one after the other (so they go out in offset order) and their answers
-        // come back through one stream, handled here in arrival order: no task per chunk.
-        // Each submission has a number: answers to a request that was abandoned or replaced (fast
-        // retransmit) are recognised by it and ignored.
-        let (answers, sink) = AsyncStream.makeStream(
-            of: (SMPUploadPlanner.Chunk, Int, Result<SMPPacket, McuMgrError>).self)
-        var pendingAnswers = answers.makeAsyncIterator()
-        var handles: [SMPUploadPlanner.Chunk: (handle: McuMgrRequestHandle, submission: Int, resendsBefore: Int)] = [:]
+        // Chunks are submitted one after the other (so they go out in offset order) and their requests'
+        // events (resends, then the answer) come back through one stream, handled here in arrival order:
+        // no task per chunk. Each submission has a number: answers to a request that was abandoned or
+        // replaced (fast retransmit) are recognised by it and ignored.
+        let (events, sink) = AsyncStream.makeStream(of: (SMPUploadPlanner.Chunk, Int, McuMgrRequestEvent).self)
+        var pendingEvents = events.makeAsyncIterator()
+        var handles: [SMPUploadPlanner.Chunk: (handle: McuMgrRequestHandle, submission: Int)] = [:]
         var submissions = 0
-        /// Chunks submitted more than once: a copy of each may still reach the device.
-        var submittedAgain: Set<SMPUploadPlanner.Chunk> = []
-        var submittedOnce: Set<SMPUploadPlanner.Chunk> = []
         /// The device's error for the chunk the machine gave up on (`.rejected`).
         var rejection: McuMgrError?
 
@@ -239,14 +234,12 @@ struct UploadEngine: Sendable {
             let timeout = first ? (firstChunkCheck ?? configuration.firstChunkTimeout) : configuration.chunkTimeout
             submissions += 1
             let submission = submissions
-            if !submittedOnce.insert(chunk).inserted { submittedAgain.insert(chunk) }
-            let resendsBefore = client.resendCount
             let handle = try await client.submit(
                 operation: command.operation, group: command.group, command: command.command,
                 payload: payload, timeout: timeout,
                 resendFloor: eraseFloor.map { min($0, timeout / 4) }, name: name
-            ) { result in sink.yield((chunk, submission, result)) }
-            handles[chunk] = (handle, submission, resendsBefore)
+            ) { event in sink.yield((chunk, submission, event)) }
+            handles[chunk] = (handle, submission)
         }
 
         /// Runs the machine's actions; true once it says the upload is finished.
@@ -295,7 +288,7 @@ struct UploadEngine: Sendable {
         }
 
         do {
-            while true {
+            run: while true {
                 try Task.checkCancellation()
                 // Paused: let the chunks in flight drain, then hold until resumed.
                 if let control, control.isPaused, machine.inFlightCount == 0 {
@@ -304,7 +297,17 @@ struct UploadEngine: Sendable {
                 }
                 if try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { break }
                 if machine.inFlightCount == 0 { continue }  // paused with nothing in flight
-                guard let (chunk, submission, result) = await pendingAnswers.next() else { throw CancellationError() }
+                guard let (chunk, submission, event) = await pendingEvents.next() else { throw CancellationError() }
+                let result: Result<SMPPacket, McuMgrError>
+                switch event {
+                case .resent:
+                    // The link lost something (also when this submission was replaced since: the resend
+                    // went out before that).
+                    if try await execute(machine.linkResent(chunk)) { break run }
+                    continue
+                case .answered(let answer):
+                    result = answer
+                }
                 guard let entry = handles[chunk], entry.submission == submission else {
                     // An answer to a request abandoned or replaced since: nothing waits for it. An error in it
                     // answers a copy and never ends the transfer (the device's offset, from the request that
@@ -324,9 +327,7 @@ struct UploadEngine: Sendable {
                 case .success(let packet):
                     do {
                         let offset = try deviceOffset(packet)
-                        if chunk.offset > 0, offset > chunk.offset, !submittedAgain.contains(chunk),
-                            client.resendCount == entry.resendsBefore, refusesOffset(packet)
-                        {
+                        if chunk.offset > 0, offset > chunk.offset, !machine.mayHaveCopies(chunk), refusesOffset(packet) {
                             // The device refused this chunk, sent once and never resent, yet holds bytes at its
                             // offset: bytes no request of this upload put there. Zephyr appends a late copy of
                             // the first chunk to the file it has open (a resend whose original was only late),
@@ -336,22 +337,17 @@ struct UploadEngine: Sendable {
                                 .protocolViolation,
                                 "\(name): the device refused the chunk at offset \(chunk.offset) but holds \(offset) bytes, which this upload did not send there (a repeated first chunk was appended)")
                         }
-                        // A resend since the previous answer means the link lost something.
-                        let resends = client.resendCount
-                        actions = machine.answered(chunk, deviceOffset: offset, linkResent: resends > resendsSeen, now: now())
-                        resendsSeen = resends
+                        actions = machine.answered(chunk, deviceOffset: offset, now: now())
                     } catch let error as McuMgrError where error.returnCode == .busy {
                         actions = machine.busy(chunk)
                     } catch let error as McuMgrError where error.kind == .device {
                         // After a resend the error may answer a copy (a raw-framed duplicate that reached
                         // MCUboot cut short while it erased): resynchronised from the device, never fatal.
-                        let afterResend = client.resendCount > entry.resendsBefore || submittedAgain.contains(chunk)
-                        resendsSeen = client.resendCount
                         rejection = error
-                        if afterResend {
+                        if machine.mayHaveCopies(chunk) {
                             client.logger.debug("upload: offset \(chunk.offset) rejected after a resend (\(error.message)); asking the device for its offset")
                         }
-                        actions = machine.rejected(chunk, afterResend: afterResend)
+                        actions = machine.rejected(chunk)
                     }
                 case .failure(let error) where error.kind == .timeout:
                     if firstChunkCheck != nil, chunk.offset == 0, machine.resumedFrom == nil {

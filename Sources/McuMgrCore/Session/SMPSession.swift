@@ -92,8 +92,8 @@ public struct SMPSession: Sendable {
         case ignoredPacket(length: Int, reason: String)
         /// The session switched SMP version.
         case versionChanged(SMPVersion)
-        /// A request was sent again (`attempt` counts resends) after `after` without an answer.
-        case retransmitted(sequence: UInt8, attempt: Int, after: Duration)
+        /// Request `id` was sent again (`attempt` counts resends) after `after` without an answer.
+        case retransmitted(SMPRequestID, sequence: UInt8, attempt: Int, after: Duration)
     }
 
     private struct Request: Sendable {
@@ -276,7 +276,7 @@ public struct SMPSession: Sendable {
         else { return [] }
         var request = oldest
         request.retransmits += 1
-        notices.append(.retransmitted(sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
+        notices.append(.retransmitted(request.id, sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
         request.retransmitAt = nextRetransmit(for: request, now: now)
         inFlight[sequence] = request
         return [.send(request.id, request.packet)]
@@ -294,7 +294,7 @@ public struct SMPSession: Sendable {
             }
             if let at = request.retransmitAt, now >= at {
                 request.retransmits += 1
-                notices.append(.retransmitted(sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
+                notices.append(.retransmitted(request.id, sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
                 request.retransmitAt = nextRetransmit(for: request, now: now)
                 inFlight[sequence] = request
                 actions.append(.send(request.id, request.packet))

@@ -2,7 +2,7 @@
 /// may be in flight, what each answer means, and when to give up.
 ///
 /// Pure, like `SMPSession`: events in (an answer with the device's offset, a busy answer, a chunk lost
-/// after the session's resends, a resend seen on the link), actions out (send a chunk, send it again
+/// after the session's resends, a resend the session made), actions out (send a chunk, send it again
 /// after a pause, report progress or a resumed upload, finish, fail with a reason). It owns the offset
 /// plan (`SMPUploadPlanner`: the device's offset always wins), the window (`CongestionWindow`: grows on
 /// clean answers, halves when the link loses something, never above what the device holds) and the
@@ -148,6 +148,15 @@ public struct SMPUploadMachine: Sendable {
     private var consecutiveRejections = 0
     private var lastProgress: SMPInstant?
     private var failed = false
+    /// Resends the session made during the upload (`linkResent`).
+    private var linkResends = 0
+    /// A resend since the last answer: the window already halved for it, and the next answer does not
+    /// grow it again.
+    private var resentSinceAnswer = false
+    /// `linkResends` when each chunk was first sent.
+    private var resendsWhenFirstSent: [Chunk: Int] = [:]
+    /// Chunks sent (or resent by the session) more than once: a copy of each may reach the device.
+    private var sentAgain: Set<Chunk> = []
 
     public init(total: Int, limits: Limits, startOffset: Int = 0) {
         self.total = max(0, total)
@@ -175,6 +184,7 @@ public struct SMPUploadMachine: Sendable {
         while !paused, !firstChunkPending {
             guard let chunk = planner.nextChunk(maximumLength: limits.chunkLengths.length(at: planner.nextOffset)) else { break }
             if chunk.offset == 0 { firstChunkPending = true }
+            sending(chunk)
             chunksSent += 1
             largestChunk = max(largestChunk, chunk.length)
             actions.append(.send(chunk))
@@ -186,9 +196,28 @@ public struct SMPUploadMachine: Sendable {
         return actions
     }
 
-    /// The device answered `chunk` with its next expected offset. `linkResent`: the session resent a
-    /// request since the previous answer (the link lost something), so the window halves.
-    public mutating func answered(_ chunk: Chunk, deviceOffset: Int, linkResent: Bool = false, now: SMPInstant = .zero) -> [Action] {
+    /// The session sent `chunk`'s request again: no answer came within the round-trip timeout, so the
+    /// link lost it, lost its answer, or is slower than measured. The window halves, once until the next
+    /// answer (one loss often costs several requests in flight their answers), and the chunk counts as
+    /// sent twice (see `rejected`).
+    public mutating func linkResent(_ chunk: Chunk) -> [Action] {
+        guard !failed else { return [] }
+        linkResends += 1
+        sentAgain.insert(chunk)
+        guard !resentSinceAnswer else { return [] }
+        resentSinceAnswer = true
+        return window.lost() ? [.window(window)] : []
+    }
+
+    /// Whether a copy of `chunk`'s request may have reached the device besides the one answered: the
+    /// chunk was sent more than once, or the session resent some request since the chunk went out (a
+    /// late copy of an earlier chunk can change what the device answers to this one).
+    public func mayHaveCopies(_ chunk: Chunk) -> Bool {
+        sentAgain.contains(chunk) || linkResends > resendsWhenFirstSent[chunk, default: linkResends]
+    }
+
+    /// The device answered `chunk` with its next expected offset.
+    public mutating func answered(_ chunk: Chunk, deviceOffset: Int, now: SMPInstant = .zero) -> [Action] {
         guard !failed else { return [] }
         busyCounts[chunk] = nil
         fastResent.remove(chunk)
@@ -224,14 +253,18 @@ public struct SMPUploadMachine: Sendable {
             {
                 fastResent.insert(lost)
                 fastResend = lost
+                sending(lost)
                 actions.append(.resendNow(lost))
             }
         }
         if deviceOffset < before { actions.append(.wentBack(from: before, to: deviceOffset)) }
         if planner.confirmedOffset > before { lastProgress = now }
-        // The window grows only on answers that moved the upload on. A request lost on the way (fast
-        // resend) does not shrink it: the device answered the chunks behind it, so its buffers keep up.
-        if linkResent ? window.lost() : fastResend == nil && planner.confirmedOffset > before && window.acknowledged() {
+        // The window grows only on answers that moved the upload on, and not on the first answer after
+        // a resend (which halved it). A request lost on the way (fast resend) does not shrink it: the
+        // device answered the chunks behind it, so its buffers keep up.
+        if resentSinceAnswer {
+            resentSinceAnswer = false
+        } else if fastResend == nil, planner.confirmedOffset > before, window.acknowledged() {
             actions.append(.window(window))
         }
         return actions + afterAnswer(progressFrom: before)
@@ -246,28 +279,30 @@ public struct SMPUploadMachine: Sendable {
             failed = true
             return [.fail(.busy(chunk))]
         }
+        sending(chunk)
         return [.sendAgain(chunk, after: limits.busyRetryDelay)]
     }
 
-    /// The device answered `chunk` with an error (not busy). `afterResend`: a copy of a request reached
-    /// or may have reached the device since the chunk was first sent (the session resent something, or
-    /// the chunk itself is a second submission). A duplicate can draw an error that says nothing about the
+    /// The device answered `chunk` with an error (not busy). After a copy of a request reached or may have
+    /// reached the device (`mayHaveCopies`), a duplicate can draw an error that says nothing about the
     /// upload: MCUboot's serial recovery answers `rc 3` (EINVAL, no offset) to a request it could not
     /// decode, which is what a raw-framed copy becomes when the bootloader drops part of it while it
     /// erases a sector. Such an error never ends the transfer: the chunk is sent again as a new request,
     /// whose answer carries the device's offset (MCUboot and Zephyr answer a chunk at an offset they do
     /// not expect with the one they do), up to `maximumConsecutiveLosses` times in a row. Without a
     /// resend the error is the device's verdict: the upload fails (`.rejected`).
-    public mutating func rejected(_ chunk: Chunk, afterResend: Bool) -> [Action] {
+    public mutating func rejected(_ chunk: Chunk) -> [Action] {
         guard !failed else { return [] }
         busyCounts[chunk] = nil
+        resentSinceAnswer = false
         consecutiveRejections += 1
-        guard afterResend, consecutiveRejections <= limits.maximumConsecutiveLosses else {
+        guard mayHaveCopies(chunk), consecutiveRejections <= limits.maximumConsecutiveLosses else {
             failed = true
             return [.fail(.rejected(chunk))]
         }
         // Sent again as a new request (still in flight for the planner); its answer resynchronises the offset.
         fastResent.insert(chunk)
+        sending(chunk)
         return [.resendNow(chunk)]
     }
 
@@ -297,6 +332,15 @@ public struct SMPUploadMachine: Sendable {
         let before = planner.confirmedOffset
         planner.chunkLost(chunk)
         return actions + afterAnswer(progressFrom: before)
+    }
+
+    /// Records that `chunk` goes out (again).
+    private mutating func sending(_ chunk: Chunk) {
+        if resendsWhenFirstSent[chunk] == nil {
+            resendsWhenFirstSent[chunk] = linkResends
+        } else {
+            sentAgain.insert(chunk)
+        }
     }
 
     private mutating func afterAnswer(progressFrom before: Int) -> [Action] {

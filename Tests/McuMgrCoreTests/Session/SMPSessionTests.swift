@@ -254,7 +254,7 @@ import Testing
         let resent = s.tick(now: deadline)
         #expect(T.sent(resent).map(\.1) == [sent.1])
         let notices = s.takeNotices()
-        #expect(notices.contains { if case .retransmitted(_, 1, _) = $0 { return true } else { return false } })
+        #expect(notices.contains { if case .retransmitted(SMPRequestID(4), _, 1, _) = $0 { return true } else { return false } }, "names the request")
         // The next resend waits twice as long.
         let second = try #require(s.nextDeadline)
         #expect(second - deadline == rto * 2)
@@ -279,7 +279,7 @@ import Testing
         _ = submit(&s, 2, at: 5)
         let resent = s.answerLost(now: T.t(10))
         #expect(T.sent(resent).map(\.1) == [first.1], "the oldest request goes again")
-        #expect(s.takeNotices().contains { if case .retransmitted(_, 1, _) = $0 { return true } else { return false } })
+        #expect(s.takeNotices().contains { if case .retransmitted(SMPRequestID(1), _, 1, _) = $0 { return true } else { return false } })
         // Not for a request that must not be resent, nor without retransmission.
         var never = SMPSession(configuration: .init(adaptiveRetransmit: true))
         _ = submit(&never, 1, at: 0, retransmittable: false)

@@ -4,8 +4,8 @@ import Testing
 @testable import McuMgrCore
 
 /// Timing properties of uploads, in virtual time: `SMPSession` and `SMPUploadMachine` driven as
-/// `ChunkedUploader` drives them (the machine's chunks become session requests; an answer's offset goes
-/// back to the machine with `linkResent` when the session resent something since the previous answer),
+/// `ChunkedUploader` drives them (the machine's chunks become session requests; the session's resends
+/// and the answers' offsets go back to the machine as events),
 /// against a device model with explicit delays. Nothing here reads a clock, so a loaded machine cannot
 /// change a count: the end-to-end tests of the same scenarios (`UDPWindowTests`,
 /// `ExactFileTransferTests`) assert only the outcome.
@@ -125,9 +125,6 @@ import Testing
         var resendFloor: Duration?
         /// Device errors handed to the machine (`rejected`).
         var rejections = 0
-        private var resendsAtSubmit: [SMPRequestID: Int] = [:]
-        private var submitted: Set<SMPUploadMachine.Chunk> = []
-        private var submittedAgain: Set<SMPUploadMachine.Chunk> = []
         /// Nil: the device answers each request `answerDelay` after it arrives, however many are queued.
         var udp: ZephyrUDPQueue?
         var answerDelay = UploadTimingTests.ms(1)
@@ -149,7 +146,6 @@ import Testing
         /// The session's resends (after a timeout) and the machine's (a later answer showed a chunk lost).
         var resends = 0
         var fastResends = 0
-        var resendsSeen = 0
         var windows: [Int] = []
         var failure: SMPUploadMachine.Failure?
         var finished = false
@@ -191,8 +187,6 @@ import Testing
             let id = SMPRequestID(nextID)
             chunks[id] = chunk
             current[chunk] = id
-            resendsAtSubmit[id] = resends
-            if !submitted.insert(chunk).inserted { submittedAgain.insert(chunk) }
             let payload = CBOR.textMap([
                 "off": .int(chunk.offset), "data": .bytes(Array(data[chunk.offset..<chunk.offset + chunk.length])),
             ]).encoded
@@ -206,10 +200,12 @@ import Testing
             runSession(session.cancel(id, now: instant))
         }
 
-        /// Runs the session's actions (and counts its resends).
+        /// Runs the session's actions; its resends go to the machine (and are counted).
         private mutating func runSession(_ actions: [SMPSession.Action]) {
             for notice in session.takeNotices() {
-                if case .retransmitted = notice { resends += 1 }
+                guard case .retransmitted(let id, _, _, _) = notice else { continue }
+                resends += 1
+                if let chunk = chunks[id] { runMachine(machine.linkResent(chunk)) }
             }
             for action in actions {
                 switch action {
@@ -220,16 +216,12 @@ import Testing
                     current[chunk] = nil
                     let body = try! CBOR(decoding: packet.payload)
                     guard let offset = body["off"]?.int ?? body["len"]?.int else {
-                        // A device error: the runner hands it to the machine with whether a copy may have caused it.
+                        // A device error: the machine knows whether a copy may have caused it.
                         rejections += 1
-                        let afterResend = resends > resendsAtSubmit[id, default: 0] || submittedAgain.contains(chunk)
-                        resendsSeen = resends
-                        runMachine(machine.rejected(chunk, afterResend: afterResend))
+                        runMachine(machine.rejected(chunk))
                         continue
                     }
-                    let linkResent = resends > resendsSeen
-                    resendsSeen = resends
-                    runMachine(machine.answered(chunk, deviceOffset: offset, linkResent: linkResent, now: instant))
+                    runMachine(machine.answered(chunk, deviceOffset: offset, now: instant))
                 case .fail(let id, .timeout):
                     guard let chunk = chunks.removeValue(forKey: id), current[chunk] == id else { continue }
                     current[chunk] = nil
