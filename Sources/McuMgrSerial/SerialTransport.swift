@@ -82,8 +82,6 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         /// Requests in flight at once; nil lets the device's buffers decide (1 on a console with
         /// Zephyr's default line buffers, which drop a second frame that arrives before the first is answered).
         public var window: Int?
-        /// Where line limits learned by probing are kept for the next connection; nil probes every time.
-        public var consoleLineMemory: ConsoleLineMemory?
         /// Resend a request that got no answer after this fixed interval instead of the timeout measured
         /// from round trips (`retransmit=` in the device URI): for a device whose answers come late now and
         /// then, or a test that counts the requests a command decides to send.
@@ -92,21 +90,19 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         public init(
             path: String, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
             lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
-            window: Int? = nil, consoleLineMemory: ConsoleLineMemory? = nil
+            window: Int? = nil
         ) {
             self.init(
                 endpoint: .device(path: path), baudRate: baudRate, flowControl: flowControl, framing: framing,
-                lineLength: lineLength, lines: lines, lineGap: lineGap, mtu: mtu, window: window,
-                consoleLineMemory: consoleLineMemory)
+                lineLength: lineLength, lines: lines, lineGap: lineGap, mtu: mtu, window: window)
         }
 
         /// A port at `endpoint`: local, raw TCP or RFC 2217.
         public init(
             endpoint: Endpoint, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
             lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
-            window: Int? = nil, consoleLineMemory: ConsoleLineMemory? = nil
+            window: Int? = nil
         ) {
-            self.consoleLineMemory = consoleLineMemory
             self.endpoint = endpoint
             self.baudRate = baudRate
             self.flowControl = flowControl
@@ -141,38 +137,32 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             adaptiveRetransmit: true, retransmitFloor: .milliseconds(300), maximumRetransmits: 16)
     }
 
-    /// What the link carries now: the console line limits (configured, or learned by probing) bound the
-    /// packet that goes out in one burst; console framing spends 4 bytes of the device's buffer on length
-    /// and CRC; `window=` (else 1) frames in flight; a 2 s erase resend floor.
+    /// What the link carries now: the console line limits in force (configured, or learned by probing)
+    /// bound the packet that goes out in one burst, and longer frames go in bursts `lineGap` apart;
+    /// console framing spends 4 bytes of the device's buffer on length and CRC; `window=` (else 1) frames
+    /// in flight; a 2 s erase resend floor. The line's speed: the configured baud rate (a pty ignores it:
+    /// there it bounds the wire time from above); for an RFC 2217 port the rate the server acknowledged;
+    /// unknown behind a raw TCP port server.
     public var linkLimits: LinkLimits {
-        let lines = consoleLines.withLockedValue { $0 }
+        let bitsPerSecond: Int? =
+            switch configuration.endpoint {
+            case .device: configuration.baudRate
+            case .rfc2217: acknowledgedBaudRate.withLockedValue { $0 } ?? configuration.baudRate
+            case .tcp: nil
+            }
         switch configuration.framing {
         case .console:
-            let burst = lines.largestPacketPerBurst
+            let lines = consoleLines.withLockedValue { $0 }
             return LinkLimits(
-                maximumPacketSize: min(configuration.mtu ?? burst, ConsoleSerialCodec.largestEncodablePacketSize),
-                framingOverhead: 4, consoleLines: lines, framesInFlight: configuration.window ?? 1, session: session)
+                maximumPacketSize: min(configuration.mtu ?? lines.largestPacketPerBurst, ConsoleSerialCodec.largestEncodablePacketSize),
+                framingOverhead: 4, consoleLines: lines, lineGap: configuration.lineGap, bitsPerSecond: bitsPerSecond,
+                framesInFlight: configuration.window ?? 1, session: session)
         case .raw:
             return LinkLimits(
-                maximumPacketSize: configuration.mtu ?? Self.defaultRawMTU, framesInFlight: configuration.window ?? 1,
-                session: session)
+                maximumPacketSize: configuration.mtu ?? Self.defaultRawMTU, bitsPerSecond: bitsPerSecond,
+                framesInFlight: configuration.window ?? 1, session: session)
         }
     }
-
-    public var lineGap: Duration { configuration.lineGap }
-    public var consoleLineMemory: ConsoleLineMemory? { configuration.consoleLineMemory }
-    /// The configured baud rate (a pty ignores it: there it bounds the wire time from above); for an
-    /// RFC 2217 port the rate the server acknowledged; unknown behind a raw TCP port server.
-    public var bitsPerSecond: Int? {
-        switch configuration.endpoint {
-        case .device: return configuration.baudRate
-        case .rfc2217: return acknowledgedBaudRate.withLockedValue { $0 } ?? configuration.baudRate
-        case .tcp: return nil
-        }
-    }
-
-    /// The console line limits in force; probing may raise them.
-    public var currentConsoleLines: LinkLimits.ConsoleLines { consoleLines.withLockedValue { $0 } }
 
     /// Whether a probe may teach something: console framing, line limits not fixed by the user
     /// (`line=` and `lines=`, or `mtu=`), and no probe yet on this transport.
@@ -261,7 +251,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             channel.writeAndFlush(buffer, promise: nil)
             return
         }
-        let lines = currentConsoleLines
+        let lines = consoleLines.withLockedValue { $0 }
         guard packet.count <= ConsoleSerialCodec.largestEncodablePacketSize else {
             throw McuMgrError(
                 .usage, "a \(packet.count)-byte request does not fit a serial frame (at most \(ConsoleSerialCodec.largestEncodablePacketSize) bytes)")

@@ -21,7 +21,7 @@ extension DeviceResolver {
         guard let port = uri.port else { throw McuMgrError(.usage, "\(uri) names no port") }
         let endpoint: SerialTransport.Endpoint =
             rfc2217 ? .rfc2217(host: uri.target, port: port) : .tcp(host: uri.target, port: port)
-        var configuration = SerialTransport.Configuration(endpoint: endpoint, consoleLineMemory: .standard)
+        var configuration = SerialTransport.Configuration(endpoint: endpoint)
         try applySerialOptions(uri, to: &configuration)
         if let seconds = try uri.intOption("timeout", in: 1...300) { configuration.connectTimeout = .seconds(seconds) }
         if let bits = try uri.intOption("databits", in: 5...8) { configuration.dataBits = bits }

@@ -29,7 +29,7 @@ enum DeviceResolver {
         switch uri.scheme {
         case .serial:
             try checkOptions(uri, allowed: ["baud", "framing", "line", "lines", "window", "gap", "mtu", "flow", "retransmit"])
-            var configuration = SerialTransport.Configuration(path: uri.target, consoleLineMemory: .standard)
+            var configuration = SerialTransport.Configuration(path: uri.target)
             try applySerialOptions(uri, to: &configuration)
             if let ms = try uri.intOption("retransmit", in: 1...60000) { configuration.retransmitInterval = .milliseconds(ms) }
             return SerialTransport(configuration: configuration, logger: logger)
@@ -50,12 +50,13 @@ enum DeviceResolver {
     }
 
     /// The client settings for a device at `uri`: requests time out after `timeout`; serial ports (local
-    /// or remote) keep the device's buffers and unfinished uploads between runs, UDP devices those and
-    /// the measured round trip (Bluetooth LE keeps its own, `BLEDeviceMemory`; the simulator nothing).
+    /// or remote) keep the device's buffers, unfinished uploads and console line limits between runs, UDP
+    /// devices the first two and the measured round trip (Bluetooth LE keeps its own, `BLEDeviceMemory`;
+    /// the simulator nothing).
     static func clientConfiguration(for uri: McuMgrDeviceURI, timeout: Duration) -> McuMgrClient.Configuration {
         switch uri.scheme {
         case .serial, .tcp, .rfc2217:
-            return McuMgrClient.Configuration(timeout: timeout, parametersMemory: .standard)
+            return McuMgrClient.Configuration(timeout: timeout, parametersMemory: .standard, consoleLineMemory: .standard)
         case .udp:
             return McuMgrClient.Configuration(timeout: timeout, roundTripMemory: .standard, parametersMemory: .standard)
         case .sim, .ble:

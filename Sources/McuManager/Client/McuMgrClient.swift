@@ -19,15 +19,20 @@ public actor McuMgrClient {
         /// connections, so that a known device's uploads send neither `os params` nor a resume check; nil
         /// asks every time.
         public var parametersMemory: DeviceParametersMemory?
+        /// Where the console line limits a serial link probe learned are kept between connections
+        /// (`LinkProbe`); nil probes every time.
+        public var consoleLineMemory: ConsoleLineMemory?
 
         public init(
             timeout: Duration = McuMgrTimeouts.defaultAnswer, session: SMPSessionConfiguration? = nil,
-            roundTripMemory: RoundTripMemory? = nil, parametersMemory: DeviceParametersMemory? = nil
+            roundTripMemory: RoundTripMemory? = nil, parametersMemory: DeviceParametersMemory? = nil,
+            consoleLineMemory: ConsoleLineMemory? = nil
         ) {
             self.timeout = timeout
             self.session = session
             self.roundTripMemory = roundTripMemory
             self.parametersMemory = parametersMemory
+            self.consoleLineMemory = consoleLineMemory
         }
     }
 

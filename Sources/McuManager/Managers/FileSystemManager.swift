@@ -529,7 +529,7 @@ public struct FileSystemManager: Sendable {
         let link = transport.linkLimits
         var packet = link.maximumPacketSize
         if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe,
-            let remembered = console.consoleLineMemory?.recall(console.name)
+            let remembered = client.configuration.consoleLineMemory?.recall(console.name)
         {
             packet = max(packet, remembered.largestPacketPerBurst)  // what the link probe will find again
         }

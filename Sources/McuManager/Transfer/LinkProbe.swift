@@ -30,7 +30,7 @@ public enum LinkProbe {
         guard transport.needsConsoleProbe else { return start }
         // A device that took only the starting limits before is not probed again (nothing to gain),
         // unless its SMP buffer size changed since (another board on the port, other firmware).
-        let memory = transport.consoleLineMemory
+        let memory = client.configuration.consoleLineMemory
         let remembered = memory?.recall(transport.name, deviceBufferSize: deviceBufferSize)
         if remembered == start {
             transport.learnConsoleLines(start, final: true)
@@ -51,7 +51,7 @@ public enum LinkProbe {
         if let remembered, remembered != start, let rtt = measured {
             let packet = min(packetLimit, remembered.largestPacketPerBurst)
             let wire = ConsoleSerialCodec(maximumLineLength: remembered.length).encodedSize(ofPacket: packet)
-            let wireTime = transport.bitsPerSecond.map { Duration.seconds(Double(wire * 10) / Double(max(1, $0))) } ?? .zero
+            let wireTime = transport.linkLimits.bitsPerSecond.map { Duration.seconds(Double(wire * 10) / Double(max(1, $0))) } ?? .zero
             if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: rtt + wireTime, logger: logger) {
                 transport.learnConsoleLines(remembered, final: true)
                 logger.debug("link probe: the device still takes \(remembered), as remembered")
@@ -158,14 +158,13 @@ public enum LinkProbe {
             measured = await roundTrip(packetSize: min(floor, 64), client: client, timeout: client.configuration.timeout)
         }
         guard let rtt = measured else { return floor }
-        let console = client.transport as? any McuMgrConsoleLineTransport
+        let link = client.transport.linkLimits
         let candidates = [ceiling] + commonBufferSizes.map { $0 - overhead }.filter { $0 < ceiling && $0 > floor }
         for size in candidates where size <= ceiling {
             // A console frame longer than one burst is paced: allow for the pauses.
             var pacing = Duration.zero
-            if let console {
-                let lines = console.currentConsoleLines
-                pacing = console.lineGap * ((lines.lines(forPacket: size) + lines.count - 1) / lines.count)
+            if let lines = link.consoleLines, let gap = link.lineGap {
+                pacing = gap * ((lines.lines(forPacket: size) + lines.count - 1) / lines.count)
             }
             let timeout = max(rtt * 4, .milliseconds(300)) + pacing
             if await roundTrip(packetSize: size, client: client, timeout: timeout) != nil {

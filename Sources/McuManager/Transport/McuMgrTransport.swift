@@ -57,20 +57,14 @@ extension McuMgrLinkAdvising {
 
 /// A transport over a serial console whose line limits can be learned from the device (`LinkProbe`).
 public protocol McuMgrConsoleLineTransport: McuMgrTransport {
-    /// The console line limits in force.
-    var currentConsoleLines: LinkLimits.ConsoleLines { get }
     /// Whether there is something to learn: the user did not fix the limits and no probe ran yet.
     var needsConsoleProbe: Bool { get }
-    /// Adopts limits learned from the device; `final` ends probing for this transport.
+    /// Adopts limits learned from the device (`linkLimits.consoleLines` then has them); `final` ends
+    /// probing for this transport.
     func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool)
-    /// The pause between bursts of lines of one frame.
-    var lineGap: Duration { get }
-    /// Where limits learned on earlier connections are kept; nil to probe every time.
-    var consoleLineMemory: ConsoleLineMemory? { get }
-    /// The line's speed in bits per second when known (a UART's baud rate), to bound a frame's wire time.
-    var bitsPerSecond: Int? { get }
 }
 
 extension McuMgrConsoleLineTransport {
-    public var bitsPerSecond: Int? { nil }
+    /// The console line limits in force (the link's, else Zephyr's defaults).
+    public var currentConsoleLines: LinkLimits.ConsoleLines { linkLimits.consoleLines ?? .zephyrDefault }
 }

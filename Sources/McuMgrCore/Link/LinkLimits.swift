@@ -103,6 +103,11 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
     public var reassembledPacketLimit: Int?
     /// Serial console line limits; nil on links without console framing.
     public var consoleLines: ConsoleLines?
+    /// The pause between bursts of one console frame's lines (the device frees its line buffers as it
+    /// handles them); nil on links without console framing.
+    public var lineGap: Duration?
+    /// The line's speed in bits per second when known (a UART's baud rate): it bounds a frame's wire time.
+    public var bitsPerSecond: Int?
     /// Frames the link holds at once: the ceiling of every request window on it.
     public var framesInFlight: Int
     /// How the device's buffer count turns into requests in flight on this link.
@@ -136,7 +141,8 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
 
     public init(
         maximumPacketSize: Int, framingOverhead: Int = 0, reassembledPacketLimit: Int? = nil,
-        consoleLines: ConsoleLines? = nil, framesInFlight: Int = 1, bufferUse: BufferUse = .oneBufferPerRequest,
+        consoleLines: ConsoleLines? = nil, lineGap: Duration? = nil, bitsPerSecond: Int? = nil,
+        framesInFlight: Int = 1, bufferUse: BufferUse = .oneBufferPerRequest,
         session: SMPSessionConfiguration = SMPSessionConfiguration(), eraseResendFloor: Duration? = .seconds(2),
         deviceBufferSize: Int? = nil, deviceBufferCount: Int? = nil, byteAlignment: Int = 1,
         piecesArriveOutOfOrder: Bool = false
@@ -146,6 +152,8 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         self.framingOverhead = max(0, framingOverhead)
         self.reassembledPacketLimit = reassembledPacketLimit
         self.consoleLines = consoleLines
+        self.lineGap = lineGap
+        self.bitsPerSecond = bitsPerSecond
         self.framesInFlight = max(1, framesInFlight)
         self.bufferUse = bufferUse
         self.session = session
@@ -203,7 +211,9 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         if framesInFlight < 255, framesInFlight != window { parts.append("the link holds \(framesInFlight)") }
         if framingOverhead > 0 { parts.append("framing \(framingOverhead) B") }
         if let reassembledPacketLimit { parts.append("reassembled up to \(reassembledPacketLimit) B") }
-        if let consoleLines { parts.append("console \(consoleLines)") }
+        if let consoleLines {
+            parts.append("console \(consoleLines)" + (lineGap.map { ", \($0.milliseconds) ms apart" } ?? ""))
+        }
         if let deviceBufferSize, let deviceBufferCount {
             parts.append("device buffers \(deviceBufferCount) x \(deviceBufferSize) B (\(bufferUse))")
         }

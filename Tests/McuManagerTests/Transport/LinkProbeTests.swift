@@ -25,7 +25,7 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
         memory: ConsoleLineMemory? = nil
     ) {
         self.parameters = parameters
-        self.consoleLineMemory = memory
+        self.memory = memory
         var configuration = SimulatorConfiguration()
         configuration.bufferSize = bufferSize
         configuration.mountPoint = "/lfs1"
@@ -39,13 +39,13 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     var linkLimits: LinkLimits {
         LinkLimits(
             maximumPacketSize: currentConsoleLines.largestPacketPerBurst, framingOverhead: 4,
-            consoleLines: currentConsoleLines, framesInFlight: 1,
+            consoleLines: currentConsoleLines, lineGap: .milliseconds(20), framesInFlight: 1,
             session: SMPSessionConfiguration(window: 1, adaptiveRetransmit: true))
     }
 
     var currentConsoleLines: LinkLimits.ConsoleLines { state.current.lines }
-    var lineGap: Duration { .milliseconds(20) }
-    let consoleLineMemory: ConsoleLineMemory?
+    /// Where the client that drives this link keeps learned line limits (its `consoleLineMemory`).
+    let memory: ConsoleLineMemory?
     var needsConsoleProbe: Bool { !fixed && !state.current.probed }
     func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool) {
         state.withValue {
@@ -141,7 +141,8 @@ struct LinkProbeTests {
     static func upload(
         _ size: Int, over transport: LineBufferedConsoleTransport, clock: McuMgrClock
     ) async throws -> FileSystemManager.TransferResult {
-        let client = McuMgrClient(transport: transport, configuration: .init(timeout: .seconds(5)), clock: clock)
+        let client = McuMgrClient(
+            transport: transport, configuration: .init(timeout: .seconds(5), consoleLineMemory: transport.memory), clock: clock)
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString).bin")
         try Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }

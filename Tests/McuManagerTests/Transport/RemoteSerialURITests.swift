@@ -58,10 +58,10 @@ import Testing
     @Test func transportNamesAndEndpoints() {
         let tcp = SerialTransport(configuration: .init(endpoint: .tcp(host: "::1", port: 2000)))
         #expect(tcp.name == "tcp://[::1]:2000")
-        #expect(tcp.bitsPerSecond == nil, "a raw port server keeps its own speed")
+        #expect(tcp.linkLimits.bitsPerSecond == nil, "a raw port server keeps its own speed")
         let rfc = SerialTransport(configuration: .init(endpoint: .rfc2217(host: "h", port: 7), baudRate: 9600))
         #expect(rfc.name == "rfc2217://h:7")
-        #expect(rfc.bitsPerSecond == 9600)
+        #expect(rfc.linkLimits.bitsPerSecond == 9600)
         var local = SerialTransport.Configuration(path: "/dev/ttyACM0")
         #expect(local.endpoint == .device(path: "/dev/ttyACM0"))
         #expect(SerialTransport(configuration: local).name == "serial:/dev/ttyACM0")
