@@ -37,8 +37,15 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The package's error for this failure while doing `operation`, with a hint for the names users
-    /// meet: the service is not running, the policy denies access, the peer did not answer.
+    /// meet: the service is not running, the policy denies access, the peer did not answer. This error is
+    /// its `cause`.
     public func mcuMgrError(_ operation: String) -> McuMgrError {
+        var error = hinted(operation)
+        error.cause = self
+        return error
+    }
+
+    private func hinted(_ operation: String) -> McuMgrError {
         switch name {
         case Self.serviceUnknown, Self.nameHasNoOwner:
             return McuMgrError(

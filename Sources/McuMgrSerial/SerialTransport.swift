@@ -232,7 +232,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
                 .takingOwnershipOfDescriptor(inputOutput: fd).get()
             self.channel.withLockedValue { $0 = channel }
         } catch {
-            throw McuMgrError(.transport, "cannot attach to serial port \(configuration.path): \(error)")
+            throw McuMgrError(.transport, "cannot attach to serial port \(configuration.path): \(error)", cause: error)
         }
     }
 

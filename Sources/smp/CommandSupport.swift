@@ -181,7 +181,7 @@ enum CommandRunner {
             throw ExitCode(ExitStatus.cancelled)
         } catch let error as CBORError {
             await client?.close()
-            let error = McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)")
+            let error = McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)", cause: error)
             failed?(error)
             report(error, json: options.json)
             throw ExitCode(ExitStatus.protocolError)

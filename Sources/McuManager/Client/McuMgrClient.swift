@@ -169,7 +169,7 @@ public actor McuMgrClient {
         do {
             payload = try CBOREncoder().encode(request)
         } catch {
-            throw McuMgrError(.usage, "cannot encode \(R.self): \(error)")
+            throw McuMgrError(.usage, "cannot encode \(R.self): \(error)", cause: error)
         }
         let operation = R.operationName
         let packet = try await send(
@@ -253,8 +253,8 @@ public actor McuMgrClient {
         } catch {
             throw McuMgrError(
                 .protocolViolation,
-                "\(operation): unexpected answer from the device (\(error)); the firmware may use a different protocol revision"
-            )
+                "\(operation): unexpected answer from the device (\(error)); the firmware may use a different protocol revision",
+                cause: error)
         }
     }
 
@@ -268,8 +268,8 @@ public actor McuMgrClient {
         } catch {
             throw McuMgrError(
                 .protocolViolation,
-                "\(operation): the device's answer is not valid CBOR (\(error)); the firmware may be broken or the link corrupting data"
-            )
+                "\(operation): the device's answer is not valid CBOR (\(error)); the firmware may be broken or the link corrupting data",
+                cause: error)
         }
         if let error = McuMgrError.device(SMPResponseStatus(response: item), operation: operation, linkHint: linkHint) {
             throw error
@@ -333,7 +333,7 @@ public actor McuMgrClient {
                 link = .closed
                 linkGeneration += 1
                 if let error = error as? McuMgrError { throw error }
-                throw McuMgrError(.transport, "cannot open \(transport.name): \(error)")
+                throw McuMgrError(.transport, "cannot open \(transport.name): \(error)", cause: error)
             }
             link = .open
             lastDrop = nil
@@ -486,11 +486,11 @@ public actor McuMgrClient {
                 message +=
                     " Check that the device is connected and powered, runs firmware with SMP enabled, and that the device URI is right; raise --timeout for slow operations."
             }
-            return McuMgrError(.timeout, message)
+            return McuMgrError(.timeout, message, cause: error)
         case .linkFailed(let reason):
-            return McuMgrError(.transport, "\(operation) failed: \(reason)")
+            return McuMgrError(.transport, "\(operation) failed: \(reason)", cause: error)
         case .cancelled:
-            return McuMgrError(.cancelled, "\(operation) was cancelled")
+            return McuMgrError(.cancelled, "\(operation) was cancelled", cause: error)
         }
     }
 

@@ -1,7 +1,8 @@
 import McuMgrCore
 
 /// The one public error type: what kind of failure, the device's code when it sent one, and a message
-/// that says what happened and what the user can do.
+/// that says what happened and what the user can do. Errors of the layers below (the CBOR codec, the
+/// session, D-Bus, a system call, the firmware-upgrade machine) reach callers as its `cause`.
 public struct McuMgrError: Error, Sendable, CustomStringConvertible {
     /// Broad classes of failure; the CLI maps them to exit codes.
     public enum Kind: String, Sendable, Hashable {
@@ -30,16 +31,21 @@ public struct McuMgrError: Error, Sendable, CustomStringConvertible {
     public var groupError: McuMgrGroupError?
     /// The device's `rsn` explanation, when it sent one.
     public var reason: String?
+    /// The lower layer's error this one reports, when there is one (a `CBORError`, an `SMPSessionError`,
+    /// a `DBusError`, a `FirmwareUpgradeFailure`, ...): for code that branches on its details; `message`
+    /// already says what it means.
+    public var cause: (any Error)?
 
     public init(
         _ kind: Kind, _ message: String, returnCode: McuMgrReturnCode? = nil,
-        groupError: McuMgrGroupError? = nil, reason: String? = nil
+        groupError: McuMgrGroupError? = nil, reason: String? = nil, cause: (any Error)? = nil
     ) {
         self.kind = kind
         self.message = message
         self.returnCode = returnCode
         self.groupError = groupError
         self.reason = reason
+        self.cause = cause
     }
 
     public var description: String { message }

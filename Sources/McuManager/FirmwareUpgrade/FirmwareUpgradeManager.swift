@@ -583,7 +583,7 @@ public actor FirmwareUpgradeManager {
         } catch is CancellationError {
             return .failure(McuMgrError(.cancelled, "cancelled"))
         } catch {
-            return .failure(McuMgrError(.transport, "\(error)"))
+            return .failure(McuMgrError(.transport, "\(error)", cause: error))
         }
     }
 
@@ -663,7 +663,7 @@ public actor FirmwareUpgradeManager {
         return McuMgrError(
             kind, "firmware upgrade failed (\(failure.state)): \(failure.message)",
             returnCode: run.triggerError?.returnCode, groupError: run.triggerError?.groupError,
-            reason: run.triggerError?.reason)
+            reason: run.triggerError?.reason, cause: failure)
     }
 
     // MARK: - Events

@@ -333,8 +333,8 @@ public final class McuMgrFleet: Sendable {
         case let error as McuMgrError: return error
         case is CancellationError: return McuMgrError(.cancelled, "cancelled")
         case let error as CBORError:
-            return McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)")
-        default: return McuMgrError(.transport, "\(error)")
+            return McuMgrError(.protocolViolation, "unexpected answer from the device: \(error)", cause: error)
+        default: return McuMgrError(.transport, "\(error)", cause: error)
         }
     }
 }

@@ -25,7 +25,7 @@ public struct ShellManager: Sendable {
         do {
             payload = try CBOREncoder().encode(request)
         } catch {
-            throw McuMgrError(.usage, "cannot encode the shell command: \(error)")
+            throw McuMgrError(.usage, "cannot encode the shell command: \(error)", cause: error)
         }
         let packet = try await client.send(
             operation: ShellExecuteRequest.operation, group: ShellExecuteRequest.group,

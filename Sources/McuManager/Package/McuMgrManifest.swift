@@ -122,7 +122,7 @@ public struct McuMgrManifest: Decodable, Sendable, Hashable {
             throw McuMgrError(
                 .file, "manifest.json is invalid: \(Self.describe(error)); rebuild the package with nRF Connect SDK")
         } catch {
-            throw McuMgrError(.file, "manifest.json is invalid: \(error); rebuild the package with nRF Connect SDK")
+            throw McuMgrError(.file, "manifest.json is invalid: \(error); rebuild the package with nRF Connect SDK", cause: error)
         }
     }
 

@@ -69,6 +69,12 @@ public enum BLEBonds {
 
     /// BlueZ's pairing errors as what happened and what to do.
     static func pairingFailure(_ error: DBusError, device: BlueZDeviceInfo, timeout: Duration) -> McuMgrError {
+        var failure = pairingFailureMessage(error, device: device, timeout: timeout)
+        failure.cause = error
+        return failure
+    }
+
+    private static func pairingFailureMessage(_ error: DBusError, device: BlueZDeviceInfo, timeout: Duration) -> McuMgrError {
         let address = device.address?.rawValue ?? "ADDRESS"
         let said = error.message.isEmpty ? error.name : error.message
         switch error.name {

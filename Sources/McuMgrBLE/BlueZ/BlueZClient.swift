@@ -185,8 +185,14 @@ public struct BlueZClient: Sendable {
 
     // MARK: Errors
 
-    /// BlueZ and bus errors as `McuMgrError`s with a hint.
+    /// BlueZ and bus errors as `McuMgrError`s with a hint; the D-Bus error is their `cause`.
     public static func map(_ error: DBusError, _ operation: String) -> McuMgrError {
+        var mapped = hinted(error, operation)
+        mapped.cause = error
+        return mapped
+    }
+
+    private static func hinted(_ error: DBusError, _ operation: String) -> McuMgrError {
         switch error.name {
         case DBusError.serviceUnknown, DBusError.nameHasNoOwner:
             return McuMgrError(

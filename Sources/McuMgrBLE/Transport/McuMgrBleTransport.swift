@@ -111,7 +111,7 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         do {
             client = try await BlueZClient.connect(busAddress: configuration.busAddress)
         } catch let error as McuMgrError {
-            throw McuMgrError(.transport, "cannot reach BlueZ for \(name): \(error.message)")
+            throw McuMgrError(.transport, "cannot reach BlueZ for \(name): \(error.message)", cause: error)
         }
         defer { client.connection.close() }
         let objects = try await client.objects()
@@ -130,7 +130,7 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         do {
             client = try await BlueZClient.connect(busAddress: configuration.busAddress)
         } catch let error as McuMgrError {
-            throw McuMgrError(.transport, "cannot reach BlueZ for \(name): \(error.message)")
+            throw McuMgrError(.transport, "cannot reach BlueZ for \(name): \(error.message)", cause: error)
         }
         do {
             let started = ContinuousClock.now
@@ -836,7 +836,7 @@ struct BleConnector {
             if !state.snapshot.connected { link.lost("the device disconnected") }
         } catch {
             cleanup()
-            throw McuMgrError(.transport, "cannot set up the link to \(path): \(error)")
+            throw McuMgrError(.transport, "cannot set up the link to \(path): \(error)", cause: error)
         }
         logger.debug(
             "BLE link \(name): \(device.label) characteristic \(characteristic.path), ATT MTU \(attMTU), writes of up to \(writeLength) B\(device.runsBlueZ ? " (a BlueZ peripheral)" : ""), \(route)"

@@ -55,6 +55,7 @@ struct McuMgrClientTimingTests {
         let error = await #expect(throws: McuMgrError.self) { try await request.value }
         #expect(error?.kind == .timeout)
         #expect(error?.message.contains("no answer within 12.0 s (4 resends)") == true, "\(error?.message ?? "")")
+        #expect(error?.cause as? SMPSessionError == .timeout(after: .seconds(12), retransmits: 4), "the session's error is the cause")
         #expect(link.log.map(\.at) == [.zero, .seconds(1), .seconds(3), .seconds(7), .seconds(11)])
         #expect(clock.pendingDeadlines.isEmpty, "no timer is left once nothing is in flight")
     }

@@ -303,6 +303,7 @@ struct FirmwareUpgradeManagerTests {
         #expect(error?.groupError?.rc == 12)
         #expect(error?.message.contains("upload") == true)
         #expect(error?.message.contains("Run the upgrade again") == true)
+        #expect((error?.cause as? FirmwareUpgradeFailure)?.state == .upload, "the machine's failure is the cause")
         #expect(delegate.calls.current.last == "fail upload")
         #expect(rig.device.resetCount == 0)
     }

@@ -21,10 +21,12 @@ import Testing
         let error = BlueZClient.map(DBusError(name: name, message: "Not paired"), "subscribing to the SMP notifications")
         #expect(error.message.contains("smp ble pair"), "\(error.message)")
         #expect(!error.message.contains("baud"))
+        #expect((error.cause as? DBusError)?.name == name, "BlueZ's own error is the cause, for code that branches on it")
     }
 
     @Test func noBlueZSaysStartIt() {
         let error = BlueZClient.map(DBusError(name: DBusError.serviceUnknown, message: ""), "scanning")
         #expect(error.message.contains("systemctl start bluetooth"), "\(error.message)")
+        #expect((error.cause as? DBusError)?.name == DBusError.serviceUnknown)
     }
 }
