@@ -32,7 +32,7 @@ public struct BLEDeviceMemory: Sendable, Hashable {
     /// What was learned about `device` when its SMP buffer was `bufferSize` bytes, if known: whether
     /// requests may be written in pieces, and whether that is because pieces went unanswered.
     public func recall(_ device: String, bufferSize: Int?, now: Int? = nil) -> (reassembles: Bool, piecesArriveOutOfOrder: Bool)? {
-        guard let entry = cache.entries()[device], entry.buf == bufferSize, let reassembles = entry.reassembly else { return nil }
+        guard let entry = cache.entry(for: device), entry.buf == bufferSize, let reassembles = entry.reassembly else { return nil }
         let unanswered = entry.unanswered ?? false
         if unanswered, (now ?? DeviceCacheFile<Entry>.now) - (entry.seen ?? 0) > Self.unansweredLifetime { return nil }
         return (reassembles, unanswered)
@@ -49,7 +49,7 @@ public struct BLEDeviceMemory: Sendable, Hashable {
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
     /// One device's entry; a field that is missing or of another type reads as nil.
-    private struct Entry: Codable {
+    private struct Entry: Codable, Sendable {
         var buf: Int?
         var reassembly: Bool?
         var unanswered: Bool?

@@ -34,7 +34,7 @@ public struct ConsoleLineMemory: Sendable, Hashable {
     }
 
     private func recollection(_ device: String) -> (lines: LinkLimits.ConsoleLines, bufferSize: Int?)? {
-        guard let entry = cache.entries()[device], let line = entry.line,
+        guard let entry = cache.entry(for: device), let line = entry.line,
             let lines = entry.lines, (7...65_536).contains(line), (1...1024).contains(lines)
         else { return nil }
         return (LinkLimits.ConsoleLines(length: line, count: lines), entry.buf)
@@ -54,7 +54,7 @@ public struct ConsoleLineMemory: Sendable, Hashable {
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
     /// One device's entry; a field that is missing or not an integer reads as nil.
-    private struct Entry: Codable {
+    private struct Entry: Codable, Sendable {
         var line: Int?
         var lines: Int?
         /// The device's SMP buffer size when the lines were learned.

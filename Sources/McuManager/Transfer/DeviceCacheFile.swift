@@ -12,7 +12,12 @@ import Darwin
 /// A JSON object of device name -> entry in a file under `$XDG_CACHE_HOME/smp` (what `ConsoleLineMemory`
 /// and `RoundTripMemory` keep between runs). Written atomically; an unreadable file reads as empty, and
 /// failures to write are ignored: the cache only saves time.
-struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
+///
+/// A command looks entries up several times (a round trip at the start, whether it changed at the end;
+/// a device's buffers, its hash type, an unfinished upload), and a rig's file of a thousand devices takes
+/// milliseconds to decode: the decoded file is kept in the process and decoded again only when the file
+/// changed (another process wrote it: a `stat` tells).
+struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     let file: URL
 
     /// `$XDG_CACHE_HOME/smp/NAME` (else `~/.cache/smp/NAME`); nil when `SMP_NO_CACHE` is set or there is
@@ -31,10 +36,23 @@ struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
         return base.appendingPathComponent("smp").appendingPathComponent(name)
     }
 
+    /// The entry for `device`, if any.
+    func entry(for device: String) -> Entry? { entries()[device] }
+
     func entries() -> [String: Entry] {
+        let identity = FileIdentity(path: file.path)
+        if let identity, let kept = decodedFiles.withLock({ $0[file.path] }), kept.identity == identity,
+            let entries = kept.entries as? [String: Entry]
+        {
+            return entries
+        }
         guard let data = try? Data(contentsOf: file),
             let object = try? JSONDecoder().decode([String: Entry].self, from: data)
         else { return [:] }
+        // Kept only when the file did not change while it was read (else the next look reads it again).
+        if let identity, FileIdentity(path: file.path) == identity {
+            decodedFiles.withLock { $0[file.path] = DecodedFile(identity: identity, entries: object) }
+        }
         return object
     }
 
@@ -42,14 +60,19 @@ struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
     /// finish at once, and without it each would keep only its own entry.
     private static var writeLock: LockedState<Void> { deviceCacheWriteLock }
 
-    /// Stores `entry` for `device`, keeping at most `capacity` devices (those `seen` longest ago go first).
-    func store(_ entry: Entry, for device: String, capacity: Int, seen: (Entry) -> Int?) {
-        Self.writeLock.withLock { _ in storeLocked(entry, for: device, capacity: capacity, seen: seen) }
+    /// Stores `entry` for `device`, keeping at most `capacity` devices (those `seen` longest ago go first)
+    /// and, with a `lifetime`, none seen longer than that before `entry` (they would be ignored anyway).
+    func store(_ entry: Entry, for device: String, capacity: Int, lifetime: Duration? = nil, seen: (Entry) -> Int?) {
+        Self.writeLock.withLock { _ in storeLocked(entry, for: device, capacity: capacity, lifetime: lifetime, seen: seen) }
     }
 
-    private func storeLocked(_ entry: Entry, for device: String, capacity: Int, seen: (Entry) -> Int?) {
+    private func storeLocked(_ entry: Entry, for device: String, capacity: Int, lifetime: Duration?, seen: (Entry) -> Int?) {
         var all = entries()
         all[device] = entry
+        if let lifetime, let newest = seen(entry) {
+            let oldest = newest - Int(lifetime.components.seconds)
+            all = all.filter { (seen($0.value) ?? 0) >= oldest }
+        }
         if all.count > capacity {
             let oldest = all.sorted { (seen($0.value) ?? 0) < (seen($1.value) ?? 0) }
             for (key, _) in oldest.prefix(all.count - capacity) { all[key] = nil }
@@ -58,17 +81,20 @@ struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         guard let data = try? encoder.encode(all) else { return }
         try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        Self.replace(file, with: data)
+        guard Self.replace(file, with: data), let identity = FileIdentity(path: file.path) else { return }
+        decodedFiles.withLock { $0[file.path] = DecodedFile(identity: identity, entries: all) }
     }
 
     /// Writes `data` to a temporary file beside `file` and renames it over `file`: readers see the old
     /// file or the new one, never a part. Without the fsync of Foundation's atomic write (0.5 ms at the
     /// end of every command on a tmpfs, more on a disk): a cache that a crash empties reads as empty.
-    private static func replace(_ file: URL, with data: Data) {
+    /// - Returns: whether `file` now holds `data`.
+    @discardableResult
+    private static func replace(_ file: URL, with data: Data) -> Bool {
         let temporary = file.deletingLastPathComponent()
             .appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp").path
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return }
+        guard descriptor >= 0 else { return false }
         let written = data.withUnsafeBytes { buffer -> Bool in
             var offset = 0
             while offset < buffer.count {
@@ -80,7 +106,11 @@ struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
             return true
         }
         close(descriptor)
-        if !written || rename(temporary, file.path) != 0 { unlink(temporary) }
+        guard written, rename(temporary, file.path) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
     }
 
     static var now: Int { Int(Date().timeIntervalSince1970) }
@@ -88,3 +118,41 @@ struct DeviceCacheFile<Entry: Codable>: Sendable, Hashable {
 
 /// The lock of every `DeviceCacheFile` write in this process.
 private let deviceCacheWriteLock = LockedState<Void>(())
+
+/// The cache files decoded in this process, by path.
+private let decodedFiles = LockedState<[String: DecodedFile]>([:])
+
+/// A decoded cache file and the version of the file it came from.
+private struct DecodedFile: Sendable {
+    var identity: FileIdentity
+    /// `[String: Entry]` of the file's `DeviceCacheFile<Entry>`.
+    var entries: any Sendable
+}
+
+/// Which version of a file is on disk: a replacement (written beside and renamed over it) has another
+/// inode, and a change in place another size or modification time.
+private struct FileIdentity: Sendable, Hashable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modified: timespec
+
+    init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        device = UInt64(status.st_dev)
+        inode = UInt64(status.st_ino)
+        size = Int64(status.st_size)
+        modified = status.st_mtim
+    }
+
+    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+        a.device == b.device && a.inode == b.inode && a.size == b.size
+            && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(inode)
+        hasher.combine(size)
+    }
+}

@@ -71,10 +71,10 @@ public struct DeviceParametersMemory: Sendable, Hashable {
 
     /// Forgets `device`'s buffers (its answers no longer fit them); keeps its unfinished uploads.
     public func forgetParameters(of device: String) {
-        guard var entry = cache.entries()[device] else { return }
+        guard var entry = cache.entry(for: device) else { return }
         entry.buf = nil
         entry.count = nil
-        cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
+        cache.store(entry, for: device, capacity: Self.capacity, lifetime: Self.lifetime, seen: \.seen)
     }
 
     /// The hash type (`sha256` or `crc32`) `device` answered a file hash with, if remembered.
@@ -115,7 +115,7 @@ public struct DeviceParametersMemory: Sendable, Hashable {
     }
 
     private func entry(_ device: String, now: Int?) -> Entry? {
-        guard let entry = cache.entries()[device], let seen = entry.seen,
+        guard let entry = cache.entry(for: device), let seen = entry.seen,
             Int64((now ?? DeviceCacheFile<Entry>.now) - seen) < Self.lifetime.components.seconds
         else { return nil }
         return entry
@@ -125,13 +125,13 @@ public struct DeviceParametersMemory: Sendable, Hashable {
         var entry = self.entry(device, now: now) ?? Entry()
         change(&entry)
         entry.seen = now ?? DeviceCacheFile<Entry>.now
-        cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
+        cache.store(entry, for: device, capacity: Self.capacity, lifetime: Self.lifetime, seen: \.seen)
     }
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
     /// One device's entry; a field that is missing or of another type reads as nil.
-    struct Entry: Codable {
+    struct Entry: Codable, Sendable {
         var buf: Int?
         var count: Int?
         var uploads: [String: Int]?

@@ -31,7 +31,7 @@ public struct RoundTripMemory: Sendable, Hashable {
 
     /// The round trip measured for `device` within `lifetime`, if any.
     public func recall(_ device: String) -> SMPRoundTrip? {
-        guard let entry = cache.entries()[device], let srtt = entry.srtt_us, let rttvar = entry.rttvar_us,
+        guard let entry = cache.entry(for: device), let srtt = entry.srtt_us, let rttvar = entry.rttvar_us,
             let seen = entry.seen, (0...10_000_000).contains(srtt), (0...10_000_000).contains(rttvar),
             Int64(DeviceCacheFile<Entry>.now - seen) < Self.lifetime.components.seconds
         else { return nil }
@@ -46,7 +46,7 @@ public struct RoundTripMemory: Sendable, Hashable {
         let now = now ?? DeviceCacheFile<Entry>.now
         let srtt = Int(roundTrip.smoothed.microseconds)
         let rttvar = Int(roundTrip.variation.microseconds)
-        if let old = cache.entries()[device], let oldSRTT = old.srtt_us, let oldVariation = old.rttvar_us,
+        if let old = cache.entry(for: device), let oldSRTT = old.srtt_us, let oldVariation = old.rttvar_us,
             let seen = old.seen, (0..<3600).contains(now - seen),
             abs(oldSRTT - srtt) <= max(oldSRTT / 8, 500), abs(oldVariation - rttvar) <= max(oldVariation / 4, 500)
         {
@@ -54,13 +54,13 @@ public struct RoundTripMemory: Sendable, Hashable {
         }
         let entry = Entry(
             srtt_us: srtt, rttvar_us: rttvar, seen: now)
-        cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
+        cache.store(entry, for: device, capacity: Self.capacity, lifetime: Self.lifetime, seen: \.seen)
     }
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
     /// One device's entry; a field that is missing or not an integer reads as nil.
-    struct Entry: Codable {
+    struct Entry: Codable, Sendable {
         var srtt_us: Int?
         var rttvar_us: Int?
         var seen: Int?

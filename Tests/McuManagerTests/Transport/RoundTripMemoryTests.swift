@@ -59,6 +59,37 @@ import Testing
         }
     }
 
+    /// The file is decoded once per process while it stays the same; a write by another process (another
+    /// `smp` of a fleet, replacing the file, or changing it in place) is read.
+    @Test func aWriteByAnotherProcessIsSeen() throws {
+        try Self.withFile { file in
+            let now = Int(Date().timeIntervalSince1970)
+            let memory = RoundTripMemory(file: file)
+            memory.remember(SMPRoundTrip(smoothed: .microseconds(10_000), variation: .microseconds(2_000)), for: "udp:a", now: now)
+            #expect(memory.recall("udp:a")?.smoothed == .microseconds(10_000))
+            // Replaced (a new file renamed over it), the same length.
+            let other = file.deletingLastPathComponent().appendingPathComponent("other-\(UUID().uuidString).json")
+            try Data(#"{"udp:a": {"srtt_us": 30000, "rttvar_us": 2000, "seen": \#(now)}}"#.utf8).write(to: other)
+            #expect(rename(other.path, file.path) == 0)
+            #expect(memory.recall("udp:a")?.smoothed == .microseconds(30_000))
+            // Changed in place.
+            try Data(#"{"udp:a": {"srtt_us": 40000, "rttvar_us": 2000, "seen": \#(now)}}"#.utf8).write(to: file)
+            #expect(memory.recall("udp:a")?.smoothed == .microseconds(40_000))
+        }
+    }
+
+    /// Entries past their lifetime (a day) would be ignored: a write drops them, so that the file a rig's
+    /// changing devices leave behind stays as small as the devices of the last day.
+    @Test func aWriteDropsEntriesPastTheirLifetime() throws {
+        try Self.withFile { file in
+            let now = Int(Date().timeIntervalSince1970)
+            try Data(#"{"udp:old": {"srtt_us": 5000, "rttvar_us": 100, "seen": \#(now - 86_401)}, "udp:recent": {"srtt_us": 5000, "rttvar_us": 100, "seen": \#(now - 3600)}}"#.utf8).write(to: file)
+            RoundTripMemory(file: file).remember(SMPRoundTrip(smoothed: .milliseconds(1), variation: .zero), for: "udp:new", now: now)
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any]
+            #expect(object.map { Set($0.keys) } == ["udp:recent", "udp:new"])
+        }
+    }
+
     @Test func aCloseValueSeenWithinTheHourIsNotWrittenAgain() throws {
         try Self.withFile { file in
             let memory = RoundTripMemory(file: file)
