@@ -42,8 +42,8 @@ public final class DBusConnection: @unchecked Sendable {
 
     private let raw: OpaquePointer
     private let logger: Logger
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// Wakes the I/O thread from its poll when work is queued.
+    private let wakePipe: WakePipe
 
     // Guarded by `lock`.
     private let lock = NIOLock()
@@ -126,23 +126,17 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     private init(raw: OpaquePointer, address: String, uniqueName: String, logger: Logger) throws {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else {
-            let reason = String(cString: strerror(errno))
+        do throws(SystemCallError) {
+            wakePipe = try WakePipe()
+        } catch {
             dbus_connection_close(raw)
             dbus_connection_unref(raw)
-            throw McuMgrError(.transport, "cannot create a pipe for the D-Bus I/O thread: \(reason)")
-        }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            throw McuMgrError(.transport, "cannot create a pipe for the D-Bus I/O thread: \(error)")
         }
         self.raw = raw
         self.address = address
         self.uniqueName = uniqueName
         self.logger = logger
-        self.wakeRead = fds[0]
-        self.wakeWrite = fds[1]
         self.canPassFileDescriptors = dbus_connection_can_send_type(raw, CDBUS_TYPE_UNIX_FD) != 0
         startDetachedThread(name: "dbus \(uniqueName)") { [self] in self.runLoop() }
     }
@@ -447,8 +441,7 @@ public final class DBusConnection: @unchecked Sendable {
         }
         commands.append(command)
         lock.unlock()
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        wakePipe.wake()
         return true
     }
 
@@ -481,12 +474,9 @@ public final class DBusConnection: @unchecked Sendable {
             if more { continue }
             var events = Int16(POLLIN)
             if dbus_connection_has_messages_to_send(raw) != 0 { events |= Int16(POLLOUT) }
-            var fds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            _ = poll(&fds, 2, pollTimeout())
-            if fds[1].revents != 0 {
-                var sink = [UInt8](repeating: 0, count: 256)
-                while read(wakeRead, &sink, sink.count) > 0 {}
-            }
+            var fds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0)]
+            _ = try? SystemCall.poll(&fds, timeout: pollTimeout())
+            if fds[1].revents != 0 { wakePipe.drain() }
         }
         finish(reason)
     }
@@ -527,8 +517,7 @@ public final class DBusConnection: @unchecked Sendable {
         dbus_connection_flush(raw)
         dbus_connection_close(raw)
         dbus_connection_unref(raw)
-        Glibc.close(wakeRead)
-        Glibc.close(wakeWrite)
+        wakePipe.close()
         for handler in handlers { handler(reason) }
         logger.debug("D-Bus connection \(uniqueName) ended: \(reason)")
     }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import McuManager
 import NIOConcurrencyHelpers
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -48,7 +49,7 @@ public final class DBusUnixFD: @unchecked Sendable, Hashable {
     }
 
     deinit {
-        if owned, fd >= 0 { close(fd) }
+        if owned, fd >= 0 { SystemCall.close(fd) }
     }
 
     public static func == (a: DBusUnixFD, b: DBusUnixFD) -> Bool { a === b }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import McuManager
 
 /// Runs `body` on a new detached POSIX thread named `name` (the kernel keeps its first 15 bytes),
 /// for the blocking loops of the D-Bus connection and the Bluetooth LE sockets. The thread ends when
@@ -36,8 +37,7 @@ package func startDetachedThread(name: String? = nil, _ body: @escaping @Sendabl
 private func nameCurrentThread(_ name: String) {
     var name = name
     while name.utf8.count > 15 { name.removeLast() }
-    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-    guard fd >= 0 else { return }
-    _ = name.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
-    close(fd)
+    guard let fd = try? SystemCall.open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC) else { return }
+    _ = try? name.withUTF8 { try SystemCall.write(fd, UnsafeRawBufferPointer($0)) }
+    SystemCall.close(fd)
 }

@@ -5,67 +5,22 @@ import Musl
 #endif
 import McuManager
 
-/// Thin wrappers over the system calls the serial transport makes; each names its C call and retries
-/// on EINTR.
-enum Syscall {
-    static func open(_ path: String, _ flags: Int32) throws -> Int32 {
-        while true {
-            let fd = Glibc.open(path, flags)
-            if fd >= 0 { return fd }
-            if errno == EINTR { continue }
-            throw SerialPortError(call: "open", errno: errno, path: path)
-        }
+/// What a failed system call on the serial port at `path` means to the user, with advice.
+private func serialPortError(_ failure: SystemCallError, path: String) -> McuMgrError {
+    let advice: String
+    switch failure.code {
+    case ENOENT, ENODEV, ENXIO:
+        advice = "no such serial port; check that the board is connected and the path is right (`smp devices` or `ls /dev/ttyACM* /dev/ttyUSB*`)"
+    case EACCES, EPERM:
+        advice = "permission denied; add your user to the `dialout` group (then log in again) or run with sudo"
+    case EBUSY:
+        advice = "the port is in use by another program (a terminal, ModemManager?); close it and retry"
+    case ENOTTY, EINVAL:
+        advice = "\(path) is not a serial port"
+    default:
+        advice = "check the port and retry"
     }
-
-    static func tcgetattr(_ fd: Int32, path: String) throws -> termios {
-        var t = termios()
-        while Glibc.tcgetattr(fd, &t) != 0 {
-            if errno == EINTR { continue }
-            throw SerialPortError(call: "tcgetattr", errno: errno, path: path)
-        }
-        return t
-    }
-
-    static func tcsetattr(_ fd: Int32, _ t: termios, path: String) throws {
-        var t = t
-        while Glibc.tcsetattr(fd, TCSANOW, &t) != 0 {
-            if errno == EINTR { continue }
-            throw SerialPortError(call: "tcsetattr", errno: errno, path: path)
-        }
-    }
-
-    static func tcflush(_ fd: Int32) {
-        _ = Glibc.tcflush(fd, TCIOFLUSH)
-    }
-
-    static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)
-    }
-}
-
-/// A failed system call on a serial port.
-struct SerialPortError: Error {
-    var call: String
-    var errno: Int32
-    var path: String
-
-    var asMcuMgrError: McuMgrError {
-        let reason = String(cString: strerror(errno))
-        let advice: String
-        switch errno {
-        case ENOENT, ENODEV, ENXIO:
-            advice = "no such serial port; check that the board is connected and the path is right (`smp devices` or `ls /dev/ttyACM* /dev/ttyUSB*`)"
-        case EACCES, EPERM:
-            advice = "permission denied; add your user to the `dialout` group (then log in again) or run with sudo"
-        case EBUSY:
-            advice = "the port is in use by another program (a terminal, ModemManager?); close it and retry"
-        case ENOTTY, EINVAL:
-            advice = "\(path) is not a serial port"
-        default:
-            advice = "check the port and retry"
-        }
-        return McuMgrError(.transport, "cannot open serial port \(path): \(call) failed: \(reason); \(advice)")
-    }
+    return McuMgrError(.transport, "cannot open serial port \(path): \(failure.call) failed: \(failure); \(advice)")
 }
 
 /// Serial line settings applied with termios.
@@ -90,13 +45,14 @@ enum Termios {
             throw McuMgrError(.usage, "unsupported baud rate \(baud); use a standard rate such as 115200 or 1000000")
         }
         let fd: Int32
-        do {
-            fd = try Syscall.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
-        } catch let error as SerialPortError {
-            throw error.asMcuMgrError
+        do throws(SystemCallError) {
+            fd = try SystemCall.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        } catch {
+            throw serialPortError(error, path: path)
         }
-        do {
-            var t = try Syscall.tcgetattr(fd, path: path)
+        do throws(SystemCallError) {
+            var t = termios()
+            _ = try SystemCall.retryingOnInterrupt("tcgetattr") { tcgetattr(fd, &t) }
             cfmakeraw(&t)
             cfsetispeed(&t, speed)
             cfsetospeed(&t, speed)
@@ -111,11 +67,11 @@ enum Termios {
                 cc[Int(VMIN)] = 1
                 cc[Int(VTIME)] = 0
             }
-            try Syscall.tcsetattr(fd, t, path: path)
-            Syscall.tcflush(fd)
-        } catch let error as SerialPortError {
-            Syscall.close(fd)
-            throw error.asMcuMgrError
+            _ = try SystemCall.retryingOnInterrupt("tcsetattr") { tcsetattr(fd, TCSANOW, &t) }
+            _ = tcflush(fd, TCIOFLUSH)
+        } catch {
+            SystemCall.close(fd)
+            throw serialPortError(error, path: path)
         }
         return fd
     }

@@ -114,11 +114,12 @@ public final class UDPTransport: McuMgrTransport {
         let inbound = DatagramInboundHandler(remote: remote, name: name, handler: handler)
         // A connected socket hears ICMP "port unreachable" (ECONNREFUSED) and ignores other senders.
         let socket = try Self.connectedSocket(to: remote, name: name)
-        let sendDescriptor = dup(socket)
-        guard sendDescriptor >= 0 else {
-            let code = errno
-            _ = Glibc.close(socket)
-            throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(String(cString: strerror(code)))")
+        let sendDescriptor: CInt
+        do throws(SystemCallError) {
+            sendDescriptor = try SystemCall.duplicate(socket)
+        } catch {
+            SystemCall.close(socket)
+            throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
         }
         do {
             let channel = try await DatagramBootstrap(group: group)
@@ -136,12 +137,12 @@ public final class UDPTransport: McuMgrTransport {
             channel.closeFuture.whenComplete { [state] _ in
                 state.withLockedValue { link in
                     guard let current = link, current.channel === channel else { return }
-                    _ = Glibc.close(current.sendDescriptor)
+                    SystemCall.close(current.sendDescriptor)
                     link = nil
                 }
             }
         } catch {
-            _ = Glibc.close(sendDescriptor)
+            SystemCall.close(sendDescriptor)
             throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
         }
     }
@@ -158,9 +159,6 @@ public final class UDPTransport: McuMgrTransport {
 
     /// A non-blocking UDP socket connected to `remote` (NIO takes it over).
     private static func connectedSocket(to remote: SocketAddress, name: String) throws -> CInt {
-        func failure(_ what: String) -> McuMgrError {
-            McuMgrError(.transport, "cannot open a UDP socket for \(name): \(what): \(String(cString: strerror(errno)))")
-        }
         let family: CInt
         switch remote {
         case .v4: family = AF_INET
@@ -168,24 +166,18 @@ public final class UDPTransport: McuMgrTransport {
         case .unixDomainSocket:
             throw McuMgrError(.transport, "cannot open a UDP socket for \(name): not an IP address")
         }
-        let fd = Glibc.socket(family, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw failure("socket") }
-        // No SO_REUSEADDR: connect(2) picks the local port, and with the option Linux may give two of
-        // our sockets (a fleet of devices in one process) the same one.
-        var receiveBuffer: CInt = 1 << 20
-        let size = socklen_t(MemoryLayout<CInt>.size)
-        guard setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, size) == 0 else {
-            let error = failure("setsockopt")
-            _ = Glibc.close(fd)
-            throw error
+        var fd: CInt = -1
+        do {
+            fd = try SystemCall.socket(family, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue))
+            // No SO_REUSEADDR: connect(2) picks the local port, and with the option Linux may give two of
+            // our sockets (a fleet of devices in one process) the same one.
+            try SystemCall.setSocketOption(fd, SOL_SOCKET, SO_RCVBUF, to: 1 << 20)
+            try remote.withSockAddr { try SystemCall.connectDatagram(fd, to: $0, length: $1) }
+            return fd
+        } catch let error as SystemCallError {
+            if fd >= 0 { SystemCall.close(fd) }
+            throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error.call): \(error)")
         }
-        let connected = remote.withSockAddr { address, length in Glibc.connect(fd, address, socklen_t(length)) }
-        guard connected == 0 else {
-            let error = failure("connect")
-            _ = Glibc.close(fd)
-            throw error
-        }
-        return fd
     }
 
     public func send(_ packet: [UInt8]) throws {
@@ -199,23 +191,18 @@ public final class UDPTransport: McuMgrTransport {
                 throw McuMgrError(.transport, "the UDP socket for \(name) is closed")
             }
             if current.channelWrites == 0 {
-                while true {
-                    let written = packet.withUnsafeBytes {
-                        Glibc.send(current.sendDescriptor, $0.baseAddress, $0.count, CInt(MSG_NOSIGNAL))
-                    }
-                    if written >= 0 { return .sent }
-                    let code = errno
-                    if code == EINTR { continue }
-                    if code == EAGAIN || code == EWOULDBLOCK || code == ENOBUFS { break }
+                do throws(SystemCallError) {
+                    if try SystemCall.send(current.sendDescriptor, packet) != nil { return .sent }
+                } catch {
                     // Fatal for this link: fail now and let the next request reopen it.
-                    _ = Glibc.close(current.sendDescriptor)
+                    SystemCall.close(current.sendDescriptor)
                     link = nil
                     let message =
-                        code == ECONNREFUSED
+                        error.code == ECONNREFUSED
                         ? DatagramInboundHandler.refusedMessage(name)
-                        : code == EMSGSIZE
+                        : error.code == EMSGSIZE
                             ? "\(name) cannot take a \(packet.count)-byte datagram; lower the MTU"
-                            : "UDP socket error for \(name): \(String(cString: strerror(code)))"
+                            : "UDP socket error for \(name): \(error)"
                     return .failed(McuMgrError(.transport, message), current.channel)
                 }
             }
@@ -250,7 +237,7 @@ public final class UDPTransport: McuMgrTransport {
         state.withLockedValue { link -> (any Channel)? in
             defer { link = nil }
             guard let current = link else { return nil }
-            _ = Glibc.close(current.sendDescriptor)
+            SystemCall.close(current.sendDescriptor)
             return current.channel
         }
     }

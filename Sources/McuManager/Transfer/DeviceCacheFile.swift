@@ -93,19 +93,10 @@ struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     private static func replace(_ file: URL, with data: Data) -> Bool {
         let temporary = file.deletingLastPathComponent()
             .appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp").path
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return false }
-        let written = data.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let count = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return false }
-                offset += count
-            }
-            return true
-        }
-        close(descriptor)
+        guard let descriptor = try? SystemCall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o644)
+        else { return false }
+        let written = (try? data.withUnsafeBytes { try SystemCall.writeAll(descriptor, $0) }) != nil
+        SystemCall.close(descriptor)
         guard written, rename(temporary, file.path) == 0 else {
             unlink(temporary)
             return false

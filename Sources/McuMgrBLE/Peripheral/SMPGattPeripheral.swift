@@ -455,8 +455,8 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                     },
                     onClose: { [weak self] _ in self?.socketClosed() })
             } catch {
-                close(ours)
-                close(theirs)
+                SystemCall.close(ours)
+                SystemCall.close(theirs)
                 throw DBusError(name: "org.bluez.Error.Failed", message: "\(error)")
             }
             lock.withLock { writeSockets.append(socket) }
@@ -470,8 +470,8 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
                 socket = try PacketSocketLink(
                     readFD: nil, writeFD: ours, onPacket: { _ in }, onClose: { [weak self] _ in self?.socketClosed() })
             } catch {
-                close(ours)
-                close(theirs)
+                SystemCall.close(ours)
+                SystemCall.close(theirs)
                 throw DBusError(name: "org.bluez.Error.Failed", message: "\(error)")
             }
             let previous = lock.withLock { () -> PacketSocketLink? in
@@ -487,11 +487,11 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     }
 
     private func socketPair() throws -> (Int32, Int32) {
-        var fds: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw DBusError(name: "org.bluez.Error.Failed", message: "socketpair: \(String(cString: strerror(errno)))")
+        do throws(SystemCallError) {
+            return try SystemCall.socketPair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+        } catch {
+            throw DBusError(name: "org.bluez.Error.Failed", message: "\(error.call): \(error)")
         }
-        return (fds[0], fds[1])
     }
 
     /// A socket's other end went away (the central disconnected or released it).

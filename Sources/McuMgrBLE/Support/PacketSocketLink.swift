@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import McuManager
 import McuMgrDBus
 import NIOConcurrencyHelpers
 #if canImport(FoundationEssentials)
@@ -17,8 +18,7 @@ import Foundation
 final class PacketSocketLink: @unchecked Sendable {
     private let readFD: Int32?
     private let writeFD: Int32?
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let wakePipe: WakePipe
     private let onPacket: @Sendable ([UInt8]) -> Void
     private let onClose: @Sendable (String?) -> Void
     private let receiveSize: Int
@@ -37,16 +37,14 @@ final class PacketSocketLink: @unchecked Sendable {
         readFD: Int32?, writeFD: Int32?, receiveSize: Int = 65536, onPacket: @escaping @Sendable ([UInt8]) -> Void,
         onClose: @escaping @Sendable (String?) -> Void
     ) throws {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw PacketSocketError("pipe: \(String(cString: strerror(errno)))") }
-        for fd in fds + [readFD, writeFD].compactMap({ $0 }) {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        do throws(SystemCallError) {
+            wakePipe = try WakePipe()
+        } catch {
+            throw PacketSocketError("\(error.call): \(error)")
         }
+        for fd in [readFD, writeFD].compactMap({ $0 }) { try? SystemCall.makeNonBlockingAndCloseOnExec(fd) }
         self.readFD = readFD
         self.writeFD = writeFD
-        self.wakeRead = fds[0]
-        self.wakeWrite = fds[1]
         self.onPacket = onPacket
         self.onClose = onClose
         self.receiveSize = receiveSize
@@ -68,15 +66,9 @@ final class PacketSocketLink: @unchecked Sendable {
         // A packet the thread is writing counts as queued until written, so order holds; the
         // descriptors stay open until `finished` is set, under this lock.
         if queueHead == queue.count, let writeFD {
-            while sent < packets.count {
-                let written = packets[sent].withUnsafeBytes {
-                    Glibc.send(writeFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
-                }
-                if written >= 0 {
-                    sent += 1
-                } else if errno != EINTR {
-                    break  // Full, or failed: the link's thread writes the rest, or reports the failure.
-                }
+            // Full, or failed: the link's thread writes the rest, or reports the failure.
+            while sent < packets.count, (try? SystemCall.send(writeFD, packets[sent], flags: Int32(MSG_DONTWAIT))) != nil {
+                sent += 1
             }
         }
         guard sent < packets.count else {
@@ -105,8 +97,7 @@ final class PacketSocketLink: @unchecked Sendable {
     }
 
     private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        wakePipe.wake()
     }
 
     private func run() {
@@ -133,57 +124,52 @@ final class PacketSocketLink: @unchecked Sendable {
                     }
                     let packet = queue[queueHead]
                     lock.unlock()
-                    let written = packet.withUnsafeBytes { Glibc.send(writeFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-                    if written >= 0 {
-                        lock.lock()
-                        queueHead += 1
-                        lock.unlock()
-                        continue
+                    do throws(SystemCallError) {
+                        guard try SystemCall.send(writeFD, packet, flags: Int32(MSG_DONTWAIT)) != nil else { break }
+                    } catch {
+                        reason = "writing to the link failed: \(error)"
+                        break loop
                     }
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS { break }
-                    reason = "writing to the link failed: \(String(cString: strerror(errno)))"
-                    break loop
+                    lock.lock()
+                    queueHead += 1
+                    lock.unlock()
                 }
             }
 
             lock.lock()
             let stillPending = queueHead < queue.count
             lock.unlock()
-            var fds: [pollfd] = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds: [pollfd] = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0)]
             if let readFD { fds.append(pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)) }
             if let writeFD, writeFD != readFD {
                 fds.append(pollfd(fd: writeFD, events: stillPending ? Int16(POLLOUT) : 0, revents: 0))
             } else if let writeFD, stillPending, let index = fds.firstIndex(where: { $0.fd == writeFD }) {
                 fds[index].events |= Int16(POLLOUT)
             }
-            let ready = poll(&fds, nfds_t(fds.count), -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                reason = "poll failed: \(String(cString: strerror(errno)))"
+            do throws(SystemCallError) {
+                _ = try SystemCall.poll(&fds, timeout: -1)
+            } catch {
+                reason = "poll failed: \(error)"
                 break
             }
-            if fds[0].revents != 0 {
-                var sink = [UInt8](repeating: 0, count: 64)
-                while read(wakeRead, &sink, sink.count) > 0 {}
-            }
+            if fds[0].revents != 0 { wakePipe.drain() }
             for entry in fds.dropFirst() {
                 if entry.fd == readFD, entry.revents & Int16(POLLIN) != 0 {
                     // Drain every packet that is there.
                     while true {
-                        let count = recv(entry.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                        if count > 0 {
-                            onPacket(Array(buffer[0..<count]))
-                            continue
+                        let count: Int?
+                        do throws(SystemCallError) {
+                            count = try SystemCall.receive(entry.fd, into: &buffer, flags: Int32(MSG_DONTWAIT))
+                        } catch {
+                            reason = "reading from the link failed: \(error)"
+                            break loop
                         }
+                        guard let count else { break }
                         if count == 0 {
                             reason = "the other side released the link"
                             break loop
                         }
-                        if errno == EINTR { continue }
-                        if errno == EAGAIN || errno == EWOULDBLOCK { break }
-                        reason = "reading from the link failed: \(String(cString: strerror(errno)))"
-                        break loop
+                        onPacket(Array(buffer[0..<count]))
                     }
                 }
                 if entry.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0, entry.revents & Int16(POLLIN) == 0 || entry.fd != readFD {
@@ -196,16 +182,15 @@ final class PacketSocketLink: @unchecked Sendable {
         finished = true
         let local = stopping
         lock.unlock()
-        if let readFD { Glibc.close(readFD) }
-        if let writeFD, writeFD != readFD { Glibc.close(writeFD) }
+        if let readFD { SystemCall.close(readFD) }
+        if let writeFD, writeFD != readFD { SystemCall.close(writeFD) }
         if !local { onClose(reason) }
     }
 
     deinit {
         // The wake-up pipe lives as long as the object, so `send` and `close` never write to a
         // descriptor number that was closed and reused.
-        Glibc.close(wakeRead)
-        Glibc.close(wakeWrite)
+        wakePipe.close()
     }
 }
 

@@ -743,8 +743,8 @@ struct BleConnector {
         var mtu = characteristic.mtu
         func cleanup() {
             for subscription in subscriptions where subscription !== watch { subscription.cancel() }
-            if let notifyFD { close(notifyFD) }
-            if let writeFD { close(writeFD) }
+            if let notifyFD { SystemCall.close(notifyFD) }
+            if let writeFD { SystemCall.close(writeFD) }
         }
         // A holder for the link, so that handlers set up before it exists can reach it.
         let holder = LinkHolder()

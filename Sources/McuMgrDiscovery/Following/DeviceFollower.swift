@@ -170,16 +170,14 @@ public actor DeviceFollower {
     /// udevd may still be applying permissions when the node appears: try to open it until it works.
     private func waitUntilOpenable(_ device: SerialDevice, deadline: McuMgrClock.Instant) async throws {
         while true {
-            let fd = open(device.path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
-            if fd >= 0 {
-                close(fd)
+            do throws(SystemCallError) {
+                SystemCall.close(try SystemCall.open(device.path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC))
                 return
-            }
-            let error = errno
-            if clock.now >= deadline {
+            } catch where clock.now >= deadline {
                 throw McuMgrError(
-                    .transport,
-                    "\(device.path) came back but cannot be opened: \(String(cString: strerror(error))); check permissions (the dialout group)")
+                    .transport, "\(device.path) came back but cannot be opened: \(error); check permissions (the dialout group)")
+            } catch {
+                // Not yet: look again in 50 ms.
             }
             try await clock.sleep(for: .milliseconds(50))
         }

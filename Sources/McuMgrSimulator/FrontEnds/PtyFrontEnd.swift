@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Logging
+import McuManager
 import McuMgrCore
 import NIOConcurrencyHelpers
 import NIOCore
@@ -127,7 +128,7 @@ public final class PtyFrontEnd: Sendable {
             guard let link else { return }
             if let path = configuration.linkPath { unlink(path) }
             link.channel.close(promise: nil)
-            close(link.slave)
+            SystemCall.close(link.slave)
             loop.scheduleTask(in: delay(event.rebootingUntil)) { [self] in
                 guard lifecycle.withLockedValue({ $0.running && $0.generation == generation }) else { return }
                 Task {
@@ -137,7 +138,7 @@ public final class PtyFrontEnd: Sendable {
                         self.state.withLockedValue { $0 = link }
                     } else {
                         try? await link.channel.close()
-                        close(link.slave)
+                        SystemCall.close(link.slave)
                         if let path = self.configuration.linkPath { unlink(path) }
                     }
                 }
@@ -161,8 +162,8 @@ public final class PtyFrontEnd: Sendable {
         let flags = fcntl(master, F_GETFL)
         _ = fcntl(master, F_SETFL, flags | O_NONBLOCK)
         guard let name = ttyname(slave) else {
-            close(master)
-            close(slave)
+            SystemCall.close(master)
+            SystemCall.close(slave)
             throw SimulatorFrontEndError("ttyname failed: \(String(cString: strerror(errno)))")
         }
         let path = String(cString: name)
@@ -170,8 +171,8 @@ public final class PtyFrontEnd: Sendable {
             unlink(link)
             guard symlink(path, link) == 0 else {
                 let reason = String(cString: strerror(errno))
-                close(master)
-                close(slave)
+                SystemCall.close(master)
+                SystemCall.close(slave)
                 throw SimulatorFrontEndError("cannot create symlink \(link) -> \(path): \(reason)")
             }
         }
@@ -215,7 +216,7 @@ public final class PtyFrontEnd: Sendable {
             return s
         }) else { return }
         try? await s.channel.close()
-        close(s.slave)
+        SystemCall.close(s.slave)
         if let link = configuration.linkPath { unlink(link) }
     }
 }
