@@ -141,6 +141,12 @@ public final class DBusConnection: @unchecked Sendable {
         startDetachedThread(name: "dbus \(uniqueName)") { [self] in self.runLoop() }
     }
 
+    /// The wake-up pipe closes only here, not when the connection ends: `enqueue` writes to it after
+    /// releasing the lock, and a pipe closed at the end could by then be another file's descriptor.
+    deinit {
+        wakePipe.close()
+    }
+
     /// A logger that drops everything (the default).
     public static let silentLogger = Logger(label: "mcumgr.dbus", factory: { _ in SwiftLogNoOpLogHandler() })
 
@@ -517,7 +523,6 @@ public final class DBusConnection: @unchecked Sendable {
         dbus_connection_flush(raw)
         dbus_connection_close(raw)
         dbus_connection_unref(raw)
-        wakePipe.close()
         for handler in handlers { handler(reason) }
         logger.debug("D-Bus connection \(uniqueName) ended: \(reason)")
     }

@@ -145,9 +145,10 @@ package enum SystemCall {
         _ = try retryingOnInterrupt("connect") { cConnect(fd, address, socklen_t(length)) }
     }
 
-    /// A second descriptor for what `fd` refers to.
+    /// A second descriptor for what `fd` refers to, closed on exec (a program `smp` starts inherits none
+    /// of its links).
     package static func duplicate(_ fd: Int32) throws(SystemCallError) -> Int32 {
-        try retryingOnInterrupt("dup") { cDup(fd) }
+        try retryingOnInterrupt("fcntl") { cFcntl(fd, F_DUPFD_CLOEXEC, 0) }
     }
 
     /// A pipe whose ends are non-blocking and closed on exec: (read end, write end). (pipe2(2) would
@@ -229,7 +230,6 @@ private func cSetsockopt(_ fd: Int32, _ level: Int32, _ option: Int32, _ value: 
 private func cConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
     connect(fd, address, length)
 }
-private func cDup(_ fd: Int32) -> Int32 { dup(fd) }
 private func cPipe(_ fds: UnsafeMutablePointer<Int32>) -> Int32 { pipe(fds) }
 private func cFcntl(_ fd: Int32, _ command: Int32) -> Int32 { fcntl(fd, command) }
 private func cFcntl(_ fd: Int32, _ command: Int32, _ value: Int32) -> Int32 { fcntl(fd, command, value) }
