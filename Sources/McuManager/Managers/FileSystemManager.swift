@@ -251,9 +251,7 @@ public struct FileSystemManager: Sendable {
             let crcDigest = crc.bigEndianBytes
             var verification = Verification(.notRequested)
             if verify {
-                verification = try await self.verify(
-                    remote: remote, length: offset, lengthChecked: true, hashes: makeHashChoice()
-                ) { type in
+                verification = try await self.verify(remote: remote, length: offset, hashes: makeHashChoice()) { type in
                     type == "sha256" ? shaDigest : type == "crc32" ? crcDigest : nil
                 }
             }
@@ -647,37 +645,27 @@ public struct FileSystemManager: Sendable {
         }
     }
 
-    /// Compares the device's digest of `remote` with `local(type)`.
-    private func verify(
-        remote: String, length: Int, lengthChecked: Bool, hashes: HashChoiceCache,
-        local: (String) throws -> Data?
-    ) async throws -> Verification {
-        let noHash = Verification(lengthChecked ? .length : .noHashNorStatus)
-        let found: (type: String, response: FileHashResponse)?
-        do {
-            found = try await deviceHash(of: remote, hashes: hashes)
-        } catch let error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 16) {
-            // FILE_EMPTY: the device has no digest of an empty file.
-            guard length == 0 else { throw transferError(.deviceFileEmpty(localLength: length), remote: remote) }
-            return .empty
-        } catch let error as McuMgrError where Self.isUnsupported(error) {
-            return noHash
+    /// Compares the device's digest of the downloaded `remote` (`length` bytes, the length the device
+    /// announced) with `local(type)`, as `SMPFileUploadMachine` judges the check after an upload; a
+    /// difference is the error.
+    private func verify(remote: String, length: Int, hashes: HashChoiceCache, local: (String) throws -> Data?)
+        async throws -> Verification
+    {
+        let (answer, error) = try await hashAnswer(remote, length: nil, hashes: hashes)
+        var verdict = SMPFileUploadMachine.verdict(on: answer, total: length, lengthChecked: true)
+        while true {
+            switch verdict {
+            case .verified(let verification):
+                return Verification(verification)
+            case .compare(let type, let device):
+                let digest = try local(type).map { [UInt8]($0) }
+                verdict = SMPFileUploadMachine.verdict(type: type, device: device, local: digest, lengthChecked: true)
+            case .differs(let failure):
+                throw transferError(failure, remote: remote, requestError: error)
+            case .refused:
+                throw transferError(.requestError, remote: remote, requestError: error)
+            }
         }
-        guard let (used, response) = found else { return noHash }
-        guard used == "sha256" || used == "crc32" else {
-            return Verification(lengthChecked ? .length : .unknownHashType(used))
-        }
-        guard let deviceDigest = response.outputBytes else { throw transferError(.noOutput, remote: remote) }
-        if let hashed = response.length, hashed != length {
-            throw transferError(.hashedLengthDiffers(device: hashed, local: length), remote: remote)
-        }
-        if length == 0 { return .empty }
-        guard let localDigest = try local(used) else { return noHash }
-        guard localDigest == deviceDigest else {
-            throw transferError(
-                .digestMismatch(type: used, device: [UInt8](deviceDigest), local: [UInt8](localDigest)), remote: remote)
-        }
-        return used == "sha256" ? .sha256 : .crc32
     }
 
     /// rc 8 (not supported) or FS error 13 (hash type not found).

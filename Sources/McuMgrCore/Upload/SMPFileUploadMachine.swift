@@ -131,7 +131,8 @@ public struct SMPFileUploadMachine: Sendable {
         /// The data is on the device: the transfer's duration ends now (a later one replaces it; without
         /// one, the whole upload's duration counts).
         case transferEnded
-        /// The device's copy differed (`reason`) and the file is sent again from offset 0: say so.
+        /// The device's copy differed, for this reason, and the file is sent again from offset 0: say so
+        /// (a warning, not an error: the upload goes on).
         case logRestart(Failure)
         /// Done: record the upload as finished; `resumedFrom` bytes were on the device already.
         case finish(Verification, resumedFrom: Int)
@@ -281,31 +282,75 @@ public struct SMPFileUploadMachine: Sendable {
             return lengthDiffers(length)
 
         case (.verifyHash(let lengthChecked), .hashed(let answer)):
-            let noHash: Verification = lengthChecked ? .length : .noHashNorStatus
-            switch answer {
-            case .fileEmpty:
-                return total == 0 ? finish(.empty) : mismatch(.deviceFileEmpty(localLength: total))
-            case .unsupported, .none:
-                return finish(noHash)
-            case .refused:
-                return fail(.requestError)
-            case .invalid:
-                return mismatch(.requestError)
-            case .digest(let type, let length, let output):
-                guard Self.comparable(type) else { return finish(lengthChecked ? .length : .unknownHashType(type)) }
-                guard let output else { return mismatch(.noOutput) }
-                if let length, length != total { return mismatch(.hashedLengthDiffers(device: length, local: total)) }
-                if total == 0 { return finish(.empty) }
-                phase = .verifyDigest(type: type, device: output, lengthChecked: lengthChecked)
-                return [.localDigest(type: type, length: total)]
-            }
+            return settle(Self.verdict(on: answer, total: total, lengthChecked: lengthChecked), lengthChecked: lengthChecked)
         case (.verifyDigest(let type, let device, let lengthChecked), .localDigest(let local)):
-            guard let local else { return finish(lengthChecked ? .length : .noHashNorStatus) }
-            guard local == device else { return mismatch(.digestMismatch(type: type, device: device, local: local)) }
-            return finish(Self.verification(type) ?? .length)
+            return settle(
+                Self.verdict(type: type, device: device, local: local, lengthChecked: lengthChecked),
+                lengthChecked: lengthChecked)
 
         default:
             return []
+        }
+    }
+
+    // MARK: - Verification
+
+    /// What a hash answer (and then the local digest) says about the device's copy of a `total`-byte
+    /// file: the check after an upload, and a download's (`FileSystemManager.download`, which has no
+    /// restarts: a difference is its error).
+    public enum HashVerdict: Sendable, Hashable {
+        /// Checked, or as far as the device allows.
+        case verified(Verification)
+        /// Compare the device's `type` digest with the local file's (`verdict(type:device:local:lengthChecked:)`).
+        case compare(type: String, device: [UInt8])
+        /// The device's copy differs, or its answer could not be read (`.requestError`).
+        case differs(Failure)
+        /// Another device error: it stands as it came.
+        case refused
+    }
+
+    /// The verdict on the device's hash answer for a `total`-byte file; `lengthChecked`: the device's
+    /// length was compared already (without a hash, that is the verification).
+    public static func verdict(on answer: HashAnswer, total: Int, lengthChecked: Bool) -> HashVerdict {
+        let noHash: Verification = lengthChecked ? .length : .noHashNorStatus
+        switch answer {
+        case .fileEmpty:
+            // The device has no digest of an empty file.
+            return total == 0 ? .verified(.empty) : .differs(.deviceFileEmpty(localLength: total))
+        case .unsupported, .none:
+            return .verified(noHash)
+        case .refused:
+            return .refused
+        case .invalid:
+            return .differs(.requestError)
+        case .digest(let type, let length, let output):
+            guard comparable(type) else { return .verified(lengthChecked ? .length : .unknownHashType(type)) }
+            guard let output else { return .differs(.noOutput) }
+            if let length, length != total { return .differs(.hashedLengthDiffers(device: length, local: total)) }
+            if total == 0 { return .verified(.empty) }
+            return .compare(type: type, device: output)
+        }
+    }
+
+    /// The verdict on the device's `type` digest against the local one (nil: this side cannot compute it).
+    public static func verdict(type: String, device: [UInt8], local: [UInt8]?, lengthChecked: Bool) -> HashVerdict {
+        guard let local else { return .verified(lengthChecked ? .length : .noHashNorStatus) }
+        guard local == device else { return .differs(.digestMismatch(type: type, device: device, local: local)) }
+        return .verified(verification(type) ?? .length)
+    }
+
+    /// Finishes, asks for the local digest, restarts or fails, as the verdict on the check says.
+    private mutating func settle(_ verdict: HashVerdict, lengthChecked: Bool) -> [Action] {
+        switch verdict {
+        case .verified(let verification):
+            return finish(verification)
+        case .compare(let type, let device):
+            phase = .verifyDigest(type: type, device: device, lengthChecked: lengthChecked)
+            return [.localDigest(type: type, length: total)]
+        case .differs(let failure):
+            return mismatch(failure)
+        case .refused:
+            return fail(.requestError)
         }
     }
 

@@ -312,6 +312,31 @@ import TestSupport
         #expect(noStatus.handle(.status(.notSupported)) == [.transferEnded, .finish(.notRequested, resumedFrom: 0)])
     }
 
+    @Test func aDownloadsCheckGetsTheSameVerdictsWithoutRestarts() {
+        // A download's length is the device's own, so it is always checked.
+        func verdict(_ answer: Machine.HashAnswer, total: Int = 1000) -> Machine.HashVerdict {
+            Machine.verdict(on: answer, total: total, lengthChecked: true)
+        }
+        #expect(verdict(.digest(type: "sha256", length: 1000, output: Self.whole)) == .compare(type: "sha256", device: Self.whole))
+        #expect(verdict(.digest(type: "sha256", length: 1000, output: nil)) == .differs(.noOutput))
+        #expect(verdict(.digest(type: "crc32", length: 999, output: Self.whole)) == .differs(.hashedLengthDiffers(device: 999, local: 1000)))
+        #expect(verdict(.digest(type: "md5", length: 1000, output: Self.whole)) == .verified(.length))
+        #expect(verdict(.digest(type: "sha256", length: 0, output: Self.whole), total: 0) == .verified(.empty))
+        #expect(verdict(.fileEmpty, total: 0) == .verified(.empty))
+        #expect(verdict(.fileEmpty) == .differs(.deviceFileEmpty(localLength: 1000)))
+        #expect(verdict(.none) == .verified(.length))
+        #expect(verdict(.unsupported) == .verified(.length))
+        #expect(verdict(.refused) == .refused)
+        #expect(verdict(.invalid) == .differs(.requestError))
+
+        #expect(Machine.verdict(type: "sha256", device: Self.whole, local: Self.whole, lengthChecked: true) == .verified(.sha256))
+        #expect(Machine.verdict(type: "crc32", device: Self.whole, local: Self.whole, lengthChecked: true) == .verified(.crc32))
+        #expect(Machine.verdict(type: "sha256", device: Self.whole, local: Self.other, lengthChecked: true)
+            == .differs(.digestMismatch(type: "sha256", device: Self.whole, local: Self.other)))
+        #expect(Machine.verdict(type: "sha256", device: Self.whole, local: nil, lengthChecked: true) == .verified(.length))
+        #expect(Machine.verdict(type: "sha256", device: Self.whole, local: nil, lengthChecked: false) == .verified(.noHashNorStatus))
+    }
+
     @Test func anEventThatDoesNotFitIsIgnored() {
         var m = Self.machine()
         _ = m.start()
