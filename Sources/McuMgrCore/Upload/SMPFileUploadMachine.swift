@@ -243,7 +243,8 @@ public struct SMPFileUploadMachine: Sendable {
             guard violationRestarts < Self.maximumViolationRestarts else { return fail(.requestError) }
             // The device's offset left the file (a repeated first chunk was appended to the open file):
             // close it and send again from offset 0, which truncates it. This shows at the first chunk,
-            // so a few tries cost little.
+            // so a few tries cost little (at 10% loss each way one first chunk in ten is sent again after
+            // its answer was lost).
             violationRestarts += 1
             return [.close] + restart()
 
@@ -422,7 +423,8 @@ public struct SMPFileUploadMachine: Sendable {
 
     /// The device's copy differs (`failure`): close it, so that the chunk at offset 0 truncates it, and send
     /// again, once. A copy of a chunk that reached the device late or twice does that: Zephyr appends a
-    /// repeated offset-0 chunk to the file it has open.
+    /// repeated offset-0 chunk to the file it has open and answers the next chunk with FS error 11 and an
+    /// offset that covers both copies, which reads like that chunk's acknowledgement.
     private mutating func mismatch(_ failure: Failure) -> [Action] {
         guard !restarted else { return fail(failure) }
         return [.logRestart(failure), .close] + restart()
