@@ -67,6 +67,19 @@ public struct FileSystemManager: Sendable {
             case .skipped: return "none"
             }
         }
+
+        /// How `SMPFileUploadMachine` found the device's copy checked, with the reasons in words.
+        init(_ verification: SMPFileUploadMachine.Verification) {
+            switch verification {
+            case .sha256: self = .sha256
+            case .crc32: self = .crc32
+            case .length: self = .length
+            case .empty: self = .empty
+            case .notRequested: self = .skipped("not requested")
+            case .noHashNorStatus: self = .skipped("the device offers neither a hash nor a file status")
+            case .unknownHashType(let type): self = .skipped("the device used an unknown hash type \(type)")
+            }
+        }
     }
 
     /// What a finished transfer did.
@@ -96,6 +109,8 @@ public struct FileSystemManager: Sendable {
     /// settles it in one round trip. Otherwise, or when that hash covers fewer bytes, the device's file is
     /// closed, its length must equal the local one (a short file is completed from the device's offset)
     /// and, with `verify`, its SHA-256 (else CRC-32) must match.
+    /// Those decisions are `SMPFileUploadMachine`'s; this runs its actions (the requests, the local digests,
+    /// the chunked upload, the memory of unfinished uploads, progress and timing).
     /// - Throws: `McuMgrError`; kind `.protocolViolation` when the device's copy differs.
     public func upload(
         _ local: URL, to remote: String, verify: Bool = true, resume: Bool = true,
@@ -111,111 +126,67 @@ public struct FileSystemManager: Sendable {
         let hashChoice = makeHashChoice()
         let memory = client.configuration.parametersMemory
         let device = client.transport.name
+        // A known device holds an unfinished copy only of a path an upload from here left unfinished.
+        let mayHoldStart = memory.map { !$0.knows(device) || $0.hasUnfinishedUpload(of: remote, to: device) } ?? true
+        var machine = SMPFileUploadMachine(
+            plan: .init(
+                total: total, verify: verify, resume: resume, deviceMayHoldStart: mayHoldStart,
+                worthCheckingForResume: resume && mayHoldStart
+                    && worthCheckingForResume(total, remote: remote, configuration: configuration)))
+        // The error of the last request the machine heard about, thrown as it came on `.fail(.requestError)`.
+        var requestError: McuMgrError?
+        var transferred: Duration?
         do {
-            var start = 0
-            // A known device holds an unfinished copy only of a path an upload from here left unfinished.
-            let mayHoldStart = memory.map { !$0.knows(device) || $0.hasUnfinishedUpload(of: remote, to: device) } ?? true
-            if resume, mayHoldStart, worthCheckingForResume(total, remote: remote, configuration: configuration) {
-                try await closeOpenFile()
-                let found = try await resumableOffset(of: remote, source: source, hashes: hashChoice)
-                start = found.offset
-                if verify, total > 0, start == total, let verification = found.verification {
-                    // The device holds the whole file: its hash of all `total` bytes, just compared, is the
-                    // verification (a close, a status and the same hash again would only repeat it).
-                    progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: nil))
-                    memory?.finishUpload(of: remote, to: device)
-                    return TransferResult(
-                        bytes: total, verification: verification, duration: clock.now - started,
-                        transferDuration: clock.now - started, resumedFrom: total)
-                }
-            }
-            memory?.beginUpload(of: remote, bytes: total, to: device)
-            let resumedFrom = start
-            var completions = 0
-            var restarted = false
-            var appendedRestarts = 0
-            var deviceLength: Int?
-            var verification = Verification.skipped("not requested")
-            var transferred = Duration.zero
+            var actions = machine.start()
             while true {
-                if start < total || (total == 0 && completions == 0 && !restarted) {
-                    do {
-                        try await send(source, from: start, to: remote, configuration: configuration, progress: progress)
-                    } catch let error as McuMgrError where error.kind == .protocolViolation && appendedRestarts < 4 {
-                        // The device's offset left the file (a repeated first chunk was appended to the open
-                        // file): close it and upload again from offset 0, which truncates it. This shows at the
-                        // first chunk, so a few tries cost little (at 10% loss each way one first chunk in ten
-                        // is sent again after its answer was lost).
-                        appendedRestarts += 1
-                        restarted = true
+                var event: SMPFileUploadMachine.Event?
+                for action in actions {
+                    switch action {
+                    case .close:
                         try await closeOpenFile()
-                        start = 0
-                        continue
-                    }
-                } else if start == total, total > 0 {
-                    progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: nil))
-                }
-                if verify, start == 0, total > 0, completions == 0, !restarted {
-                    // Sent from offset 0 (with the length) to the end: the device has closed the file. Its hash
-                    // of all `total` bytes confirms length and content at once.
-                    let sent = clock.now - started
-                    do {
-                        if let verification = try await verifyWhole(remote: remote, length: total, hashes: hashChoice, source: source) {
-                            memory?.finishUpload(of: remote, to: device)
-                            return TransferResult(
-                                bytes: total, verification: verification, duration: clock.now - started,
-                                transferDuration: sent, resumedFrom: resumedFrom)
+                    case .status:
+                        let (answer, error) = try await statusAnswer(remote)
+                        requestError = error
+                        event = .status(answer)
+                    case .hash(let length):
+                        let (answer, error) = try await hashAnswer(remote, length: length, hashes: hashChoice)
+                        requestError = error
+                        event = .hashed(answer)
+                    case .localDigest(let type, let length):
+                        let digest = try LocalDigest.digest(type, of: PrefixUploadSource(source, length: length))
+                        event = .localDigest(digest.map { [UInt8]($0) })
+                    case .beginUpload:
+                        memory?.beginUpload(of: remote, bytes: total, to: device)
+                    case .upload(let offset):
+                        do {
+                            try await send(source, from: offset, to: remote, configuration: configuration, progress: progress)
+                            event = .uploaded
+                        } catch let error as McuMgrError where error.kind == .protocolViolation {
+                            requestError = error
+                            event = .uploadViolation
                         }
-                    } catch let error as McuMgrError where error.kind == .protocolViolation {
-                        restarted = true
-                        try await restartAfterMismatch(remote, error)
-                        start = 0
-                        continue
+                    case .reportComplete:
+                        progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: nil))
+                    case .transferEnded:
+                        transferred = clock.now - started
+                    case .logRestart(let reason):
+                        let message = transferError(reason, remote: remote, requestError: requestError).message
+                        client.logger.warning("\(remote): \(message); uploading it again from offset 0")
+                    case .finish(let verification, let resumedFrom):
+                        memory?.finishUpload(of: remote, to: device)
+                        let duration = clock.now - started
+                        return TransferResult(
+                            bytes: total, verification: Verification(verification), duration: duration,
+                            transferDuration: transferred ?? duration, resumedFrom: resumedFrom)
+                    case .fail(let failure):
+                        throw transferError(failure, remote: remote, requestError: requestError)
                     }
                 }
-                // The device commits the file on close; until then stat and hash may see less.
-                try await closeOpenFile()
-                deviceLength = try await fileLength(remote)
-                guard let length = deviceLength, length != total else {
-                    transferred = clock.now - started
-                    guard verify else { break }
-                    do {
-                        verification = try await self.verify(
-                            remote: remote, length: total, lengthChecked: deviceLength != nil, hashes: hashChoice
-                        ) { type in try LocalDigest.digest(type, of: source) }
-                        break
-                    } catch let error as McuMgrError where error.kind == .protocolViolation && !restarted {
-                        restarted = true
-                        try await restartAfterMismatch(remote, error)
-                        start = 0
-                        continue
-                    }
+                guard let event else {
+                    throw McuMgrError(.protocolViolation, "file upload of \(remote): the upload stopped without an outcome; retry")
                 }
-                if total == 0 {
-                    throw McuMgrError(
-                        .protocolViolation,
-                        "\(remote) on the device still has \(length) bytes after an upload of 0 bytes: the device does not truncate a file on an empty upload (Zephyr); remove the file on the device first, e.g. with its shell's `fs rm`")
-                }
-                if length < total, completions < 3 {
-                    // A short file: the device lost the upload's length or an answer; continue from its length
-                    // when its bytes are the start of this file, else from 0.
-                    completions += 1
-                    start = try await resumableOffset(of: remote, source: source, knownLength: length, hashes: hashChoice).offset
-                    continue
-                }
-                if length > total, !restarted {
-                    restarted = true
-                    start = 0
-                    continue
-                }
-                throw McuMgrError(
-                    .protocolViolation,
-                    "\(remote) on the device has \(length) bytes after the upload, the local file \(total); transfer the file again")
+                actions = machine.handle(event)
             }
-            memory?.finishUpload(of: remote, to: device)
-            return TransferResult(
-                bytes: total, verification: verification, duration: clock.now - started,
-                transferDuration: transferred, resumedFrom: resumedFrom)
         } catch is CancellationError {
             throw McuMgrError(.cancelled, "file upload was cancelled")
         } catch var error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 10) {
@@ -278,11 +249,9 @@ public struct FileSystemManager: Sendable {
             handle.close()
             let shaDigest = Data(sha.finalize())
             let crcDigest = crc.bigEndianBytes
-            var verification = Verification.skipped("not requested")
+            var verification = Verification(.notRequested)
             if verify {
-                verification = try await self.verify(
-                    remote: remote, length: offset, lengthChecked: true, hashes: makeHashChoice()
-                ) { type in
+                verification = try await self.verify(remote: remote, length: offset, hashes: makeHashChoice()) { type in
                     type == "sha256" ? shaDigest : type == "crc32" ? crcDigest : nil
                 }
             }
@@ -540,40 +509,6 @@ public struct FileSystemManager: Sendable {
         return total > Self.resumeCheckMinimumChunks * max(1, perChunk)
     }
 
-    /// The verification of an upload that ran from offset 0 to its end, from the device's hash of the whole
-    /// file; nil when that does not settle it (the hash covers another length: the file is still open,
-    /// the device never received the length; or the device offers no hash), so that the caller checks
-    /// the long way. A different digest over the right length is an error.
-    private func verifyWhole(remote: String, length: Int, hashes: HashChoiceCache, source: FileUploadSource) async throws
-        -> Verification?
-    {
-        guard let (used, response) = try await deviceHash(of: remote, hashes: hashes),
-            used == "sha256" || used == "crc32", response.length == length, let deviceDigest = response.outputBytes,
-            let localDigest = try LocalDigest.digest(used, of: source)
-        else { return nil }
-        guard localDigest == deviceDigest else {
-            // On a link that reorders the pieces of an answer, that is the likely cause, and its fix.
-            let reorders = client.transport.linkLimits.piecesArriveOutOfOrder
-            let hint = reorders ? ((client.transport as? any McuMgrLinkAdvising)?.unusableDataHint).map { ": \($0)" } : nil
-            throw McuMgrError(
-                .protocolViolation,
-                "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way\(hint ?? ", transfer the file again")")
-        }
-        return used == "sha256" ? .sha256 : .crc32
-    }
-
-    /// After the device's copy turned out different from the local file: closes it, so that the next chunk
-    /// at offset 0 truncates it. A copy of a chunk that reached the device late or twice does that: Zephyr
-    /// appends a repeated offset-0 chunk to the file it has open and answers the next chunk with FS error
-    /// 11 and an offset that covers both copies, which reads like that chunk's acknowledgement.
-    private func restartAfterMismatch(_ remote: String, _ error: McuMgrError) async throws {
-        client.logger.warning("\(remote): \(error.message); uploading it again from offset 0")
-        try await closeOpenFile()
-    }
-
-    /// The device's hash of `remote` (its first `length` bytes when given) and the type it used: SHA-256 is
-    /// asked for first; a device without it (FS error 13 or rc 8) is asked once which types it offers.
-    /// nil: the device offers none. Other device errors are thrown.
     /// A hash choice for one transfer, starting from the hash type remembered for this device
     /// (`DeviceParametersMemory`): a device that answered CRC-32 before is asked for it at once, not
     /// for SHA-256 first and then for its list of types (three round trips where one does).
@@ -582,6 +517,9 @@ public struct FileSystemManager: Sendable {
         return HashChoiceCache(remembered: client.configuration.parametersMemory?.recallHashType(of: transport.name))
     }
 
+    /// The device's hash of `remote` (its first `length` bytes when given) and the type it used: SHA-256 is
+    /// asked for first; a device without it (FS error 13 or rc 8) is asked once which types it offers.
+    /// nil: the device offers none. Other device errors are thrown.
     private func deviceHash(of remote: String, length: Int? = nil, hashes: HashChoiceCache) async throws
         -> (type: String, response: FileHashResponse)?
     {
@@ -635,93 +573,99 @@ public struct FileSystemManager: Sendable {
         }
     }
 
-    /// The device's file length; nil when the device has no status command; 0 when there is no file.
-    private func fileLength(_ remote: String) async throws -> Int? {
+    /// The device's length of `remote` as `SMPFileUploadMachine` takes it, and the device's error when
+    /// it sent one. Errors that are not the device's (a timeout, a lost link) are thrown.
+    private func statusAnswer(_ remote: String) async throws -> (SMPFileUploadMachine.StatusAnswer, McuMgrError?) {
         do {
-            return try await status(name: remote)
-        } catch let error as McuMgrError where error.returnCode == .notSupported {
-            return nil
-        } catch let error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 3) {
-            return 0  // FILE_NOT_FOUND
-        } catch let error as McuMgrError where error.returnCode == .noEntry {
-            return 0  // v1 devices
-        }
-    }
-
-    /// Where an upload of `source` to `remote` can start: the device's length when its bytes are the start
-    /// of `source` (checked with the device's hash of that part), else 0; and how that part was checked.
-    private func resumableOffset(
-        of remote: String, source: FileUploadSource, knownLength: Int? = nil, hashes: HashChoiceCache
-    ) async throws -> (offset: Int, verification: Verification?) {
-        guard source.size > 0 else { return (0, nil) }
-        let length: Int
-        if let knownLength {
-            length = knownLength
-        } else {
-            do {
-                length = try await status(name: remote)
-            } catch let error as McuMgrError where error.kind == .device {
-                return (0, nil)  // No such file, or no status command.
-            }
-        }
-        guard length > 0, length <= source.size else { return (0, nil) }
-        let found: (type: String, response: FileHashResponse)?
-        do {
-            found = try await deviceHash(of: remote, length: length, hashes: hashes)
+            return (.length(try await status(name: remote)), nil)
         } catch let error as McuMgrError where error.kind == .device {
-            return (0, nil)  // Without a hash the device's bytes cannot be checked: start over.
+            if error.returnCode == .notSupported { return (.notSupported, error) }
+            if error.groupError == McuMgrGroupError(group: .fileSystem, rc: 3) || error.returnCode == .noEntry {
+                return (.notFound, error)  // FILE_NOT_FOUND, or rc 5 on v1 devices
+            }
+            return (.refused, error)
         }
-        guard let (used, response) = found, response.length == length, let deviceDigest = response.outputBytes,
-            let localDigest = try LocalDigest.digest(used, of: PrefixUploadSource(source, length: length))
-        else { return (0, nil) }
-        guard localDigest == deviceDigest else { return (0, nil) }
-        let verification: Verification? = used == "sha256" ? .sha256 : used == "crc32" ? .crc32 : nil
-        return (length, verification)
     }
 
-    /// Compares the device's digest of `remote` with `local(type)`.
-    private func verify(
-        remote: String, length: Int, lengthChecked: Bool, hashes: HashChoiceCache,
-        local: (String) throws -> Data?
-    ) async throws -> Verification {
-        let noHash: Verification = lengthChecked ? .length : .skipped("the device offers neither a hash nor a file status")
-        let found: (type: String, response: FileHashResponse)?
+    /// The device's hash of `remote` (its first `length` bytes when given) as `SMPFileUploadMachine` takes
+    /// it, and the error when the request ended in one the machine decides about (the device's, or an
+    /// answer that could not be read). Other errors are thrown.
+    private func hashAnswer(_ remote: String, length: Int?, hashes: HashChoiceCache) async throws
+        -> (SMPFileUploadMachine.HashAnswer, McuMgrError?)
+    {
         do {
-            found = try await deviceHash(of: remote, hashes: hashes)
-        } catch let error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 16) {
-            // FILE_EMPTY: the device has no digest of an empty file.
-            guard length == 0 else {
-                throw McuMgrError(
-                    .protocolViolation,
-                    "verification of \(remote) failed: the device's file is empty, the local one has \(length) bytes; transfer the file again")
+            guard let (used, response) = try await deviceHash(of: remote, length: length, hashes: hashes) else {
+                return (.none, nil)
             }
-            return .empty
+            return (.digest(type: used, length: response.length, output: response.outputBytes.map { [UInt8]($0) }), nil)
+        } catch let error as McuMgrError where error.groupError == McuMgrGroupError(group: .fileSystem, rc: 16) {
+            return (.fileEmpty, error)
         } catch let error as McuMgrError where Self.isUnsupported(error) {
-            return noHash
+            return (.unsupported, error)
+        } catch let error as McuMgrError where error.kind == .device {
+            return (.refused, error)
+        } catch let error as McuMgrError where error.kind == .protocolViolation {
+            return (.invalid, error)
         }
-        guard let (used, response) = found else { return noHash }
-        guard used == "sha256" || used == "crc32" else {
-            return lengthChecked ? .length : .skipped("the device used an unknown hash type \(used)")
-        }
-        guard let deviceDigest = response.outputBytes else {
-            throw McuMgrError(.protocolViolation, "file hash: the device's answer has no usable `output`")
-        }
-        if let hashed = response.length, hashed != length {
-            throw McuMgrError(
-                .protocolViolation,
-                "verification of \(remote) failed: the device's file has \(hashed) bytes, the local one \(length); transfer the file again")
-        }
-        if length == 0 { return .empty }
-        guard let localDigest = try local(used) else { return noHash }
-        guard localDigest == deviceDigest else {
+    }
+
+    /// The error a transfer whose copy differs from the local file ends with (`requestError`: the error of
+    /// the request that `.requestError` names).
+    private func transferError(
+        _ failure: SMPFileUploadMachine.Failure, remote: String, requestError: McuMgrError? = nil
+    ) -> McuMgrError {
+        switch failure {
+        case .requestError:
+            return requestError ?? McuMgrError(.protocolViolation, "file upload of \(remote) failed; retry")
+        case .digestMismatch(let type, let device, let local):
             // On a link that reorders the pieces of an answer, that is the likely cause, and its fix.
             let reorders = client.transport.linkLimits.piecesArriveOutOfOrder
             let hint = reorders ? ((client.transport as? any McuMgrLinkAdvising)?.unusableDataHint).map { ": \($0)" } : nil
-            throw McuMgrError(
+            return McuMgrError(
                 .protocolViolation,
-                "verification of \(remote) failed: the device's \(used) is \(deviceDigest.hexString), the local file's is \(localDigest.hexString); the data was corrupted on the way\(hint ?? ", transfer the file again")")
+                "verification of \(remote) failed: the device's \(type) is \(Data(device).hexString), the local file's is \(Data(local).hexString); the data was corrupted on the way\(hint ?? ", transfer the file again")")
+        case .deviceFileEmpty(let length):
+            return McuMgrError(
+                .protocolViolation,
+                "verification of \(remote) failed: the device's file is empty, the local one has \(length) bytes; transfer the file again")
+        case .noOutput:
+            return McuMgrError(.protocolViolation, "file hash: the device's answer has no usable `output`")
+        case .hashedLengthDiffers(let hashed, let length):
+            return McuMgrError(
+                .protocolViolation,
+                "verification of \(remote) failed: the device's file has \(hashed) bytes, the local one \(length); transfer the file again")
+        case .notTruncated(let length):
+            return McuMgrError(
+                .protocolViolation,
+                "\(remote) on the device still has \(length) bytes after an upload of 0 bytes: the device does not truncate a file on an empty upload (Zephyr); remove the file on the device first, e.g. with its shell's `fs rm`")
+        case .lengthDiffers(let length, let total):
+            return McuMgrError(
+                .protocolViolation,
+                "\(remote) on the device has \(length) bytes after the upload, the local file \(total); transfer the file again")
         }
-        return used == "sha256" ? .sha256 : .crc32
+    }
+
+    /// Compares the device's digest of the downloaded `remote` (`length` bytes, the length the device
+    /// announced) with `local(type)`, as `SMPFileUploadMachine` judges the check after an upload; a
+    /// difference is the error.
+    private func verify(remote: String, length: Int, hashes: HashChoiceCache, local: (String) throws -> Data?)
+        async throws -> Verification
+    {
+        let (answer, error) = try await hashAnswer(remote, length: nil, hashes: hashes)
+        var verdict = SMPFileUploadMachine.verdict(on: answer, total: length, lengthChecked: true)
+        while true {
+            switch verdict {
+            case .verified(let verification):
+                return Verification(verification)
+            case .compare(let type, let device):
+                let digest = try local(type).map { [UInt8]($0) }
+                verdict = SMPFileUploadMachine.verdict(type: type, device: device, local: digest, lengthChecked: true)
+            case .differs(let failure):
+                throw transferError(failure, remote: remote, requestError: error)
+            case .refused:
+                throw transferError(.requestError, remote: remote, requestError: error)
+            }
+        }
     }
 
     /// rc 8 (not supported) or FS error 13 (hash type not found).
@@ -733,208 +677,5 @@ public struct FileSystemManager: Sendable {
 
     static func seconds(_ duration: Duration) -> String {
         String(cFormat: "%.1f s", duration.seconds)
-    }
-}
-
-/// The hash type a device offers, found once per transfer: sha256 when a hash of that type is answered,
-/// else (asked for the list) crc32; `.some(nil)` asks for the device's default (the device lists no
-/// types); nil: the device has none.
-final class HashChoiceCache: Sendable {
-    private enum Known: Sendable {
-        case type(String?)
-        case none
-    }
-    private let cached = LockedState<Known?>(nil)
-    private let sha256Tried = LockedState(false)
-    private let remembered: LockedState<String?>
-
-    /// - Parameter remembered: the type this device answered before (`crc32`: asked for at once; other
-    ///   values are found as without it, SHA-256 being asked for first anyway).
-    init(remembered: String? = nil) {
-        self.remembered = LockedState(remembered == "crc32" ? remembered : nil)
-    }
-
-    /// The type to ask for first, remembered from an earlier transfer; nil once it failed.
-    var rememberedType: String? { remembered.withLock { $0 } }
-
-    /// The remembered type was refused: find the device's types as for a new device.
-    func forgetRemembered() { remembered.withLock { $0 = nil } }
-
-    /// Nothing is known yet and SHA-256 was not tried: worth asking for a SHA-256 hash straight away.
-    var untried: Bool { cached.withLock { $0 == nil } && !sha256Tried.withLock { $0 } }
-
-    /// A hash of `type` was answered.
-    func found(_ type: String) { cached.withLock { $0 = .type(type) } }
-
-    /// The device has no hash command.
-    func noHashCommand() { cached.withLock { $0 = Known.none } }
-
-    /// The device answered a SHA-256 hash request with "hash type not found".
-    func sha256Refused() { sha256Tried.withLock { $0 = true } }
-
-    func choice(_ manager: FileSystemManager) async throws -> String?? {
-        if let known = cached.withLock({ $0 }) { return Self.value(known) }
-        let found: Known
-        do {
-            let types = try await manager.supportedHashTypes()
-            if types["sha256"] != nil, !sha256Tried.withLock({ $0 }) {
-                found = .type("sha256")
-            } else if types["crc32"] != nil {
-                found = .type("crc32")
-            } else {
-                found = .none
-            }
-        } catch let error as McuMgrError where FileSystemManager.isUnsupported(error) {
-            found = .type(nil)  // No list: ask for the device's default type.
-        }
-        cached.withLock { $0 = found }
-        return Self.value(found)
-    }
-
-    private static func value(_ known: Known) -> String?? {
-        switch known {
-        case .type(let name): return .some(name)
-        case .none: return .none
-        }
-    }
-}
-
-/// Limits for a file download.
-public struct FileDownloadConfiguration: Sendable, Hashable {
-    /// The largest file accepted, in bytes: a device that announces more is refused before anything is
-    /// written (default 64 MiB).
-    public var maximumLength: Int
-    /// Give up when no data arrived for this long; requests that timed out or met a busy device are
-    /// repeated until then (default 30 s).
-    public var stallTimeout: Duration
-    /// Give up when the whole download takes longer; nil: no limit.
-    public var deadline: Duration?
-
-    /// Creates a configuration.
-    public init(
-        maximumLength: Int = 64 * 1024 * 1024, stallTimeout: Duration = McuMgrTimeouts().downloadStall, deadline: Duration? = nil
-    ) {
-        self.maximumLength = max(0, maximumLength)
-        self.stallTimeout = stallTimeout
-        self.deadline = deadline
-    }
-}
-
-/// The bytes of `base` from `start` on.
-struct SuffixUploadSource<Base: UploadSource>: UploadSource {
-    let base: Base
-    let start: Int
-    init(_ base: Base, from start: Int) {
-        self.base = base
-        self.start = start
-    }
-    var size: Int { base.size - start }
-    func read(offset: Int, length: Int) throws -> Data { try base.read(offset: start + offset, length: length) }
-}
-
-/// The first `length` bytes of `base`.
-struct PrefixUploadSource<Base: UploadSource>: UploadSource {
-    let base: Base
-    let size: Int
-    init(_ base: Base, length: Int) {
-        self.base = base
-        self.size = min(length, base.size)
-    }
-    func read(offset: Int, length: Int) throws -> Data { try base.read(offset: offset, length: length) }
-}
-
-/// File upload chunks (Zephyr fs_mgmt): `len` on the chunk at offset 0; FS error 11 (offset not valid)
-/// continues from the device's `len`; an offset outside the file is an error.
-public struct FileUploadTarget: ChunkedUploadTarget {
-    /// Absolute path on the device.
-    public var name: String
-    /// Where this upload starts in the device's file: 0 for a new file (the chunk at offset 0 carries
-    /// `len` and truncates a closed file), > 0 to append to the `start` bytes the device already holds.
-    public var start: Int
-    /// The whole file's size; nil: `start` plus the uploader's total.
-    public var fileSize: Int?
-    /// The data length of the chunk at offset 0 until its answer is read (the uploader sends that chunk
-    /// alone and waits for it, so the first offset answer read belongs to it).
-    private let firstChunk = LockedState<FirstChunk>(.notSent)
-
-    private enum FirstChunk {
-        case notSent
-        case sent(length: Int)
-        case answered
-    }
-
-    /// Creates a target; the uploader's offsets count from `start`.
-    public init(name: String, start: Int = 0, fileSize: Int? = nil) {
-        self.name = name
-        self.start = max(0, start)
-        self.fileSize = fileSize
-    }
-
-    /// A file's first chunk erases nothing: resent after the round-trip timeout like any other (a repeated
-    /// first chunk that the device appended is caught by `deviceOffset(from:)`).
-    public var firstChunkMayErase: Bool { false }
-
-    public func request(offset: Int, data: Data, totalSize: Int) -> FileUploadRequest {
-        let size = fileSize ?? (start + totalSize)
-        var fileOffset = start + offset
-        // The uploader sizes chunks from a request with empty data; past `start` the file offsets are
-        // larger than the uploader's, so size with the largest one (its CBOR head is the longest).
-        if start > 0, data.isEmpty { fileOffset = max(fileOffset, size) }
-        if fileOffset == 0, !data.isEmpty {
-            firstChunk.withLock { if case .notSent = $0 { $0 = .sent(length: data.count) } }
-        }
-        return FileUploadRequest(name: name, offset: fileOffset, data: data, length: fileOffset == 0 ? size : nil)
-    }
-
-    /// FS error 11 with `len`: the device took nothing of the chunk and holds `len` bytes.
-    public func refusesChunkOffset(_ packet: SMPPacket) -> Bool {
-        guard let item = try? CBOR(decoding: packet.payload), case .groupError(let error) = SMPResponseStatus(response: item)
-        else { return false }
-        return error.group == .fileSystem && error.rc == 11 && item["len"] != nil
-    }
-
-    public func deviceOffset(from packet: SMPPacket) throws -> Int {
-        let fileOffset: Int
-        if let item = try? CBOR(decoding: packet.payload),
-            case .groupError(let error) = SMPResponseStatus(response: item),
-            error.group == .fileSystem, error.rc == 11, let lengthItem = item["len"]
-        {
-            // The device's offset differs from the chunk's (a lost chunk, or a repeated one whose first
-            // answer was lost): it has closed the file and holds `len` bytes.
-            guard let length = lengthItem.int, length >= 0 else {
-                throw McuMgrError(.protocolViolation, "file upload: the device sent an invalid length (\(lengthItem))")
-            }
-            fileOffset = length
-        } else {
-            let response = try McuMgrClient.decode(
-                FileUploadResponse.self, from: packet, operation: FileUploadRequest.operationName)
-            guard let offset = response.offset else {
-                throw McuMgrError(.protocolViolation, "file upload: the device's answer has no offset (`off`)")
-            }
-            fileOffset = offset
-            // Zephyr appends a repeated offset-0 chunk while the file is open: when the answer to the
-            // first chunk was lost and the chunk was sent again, the device reports more than that chunk.
-            let first = firstChunk.withLock { state -> Int? in
-                guard case .sent(let length) = state else { return nil }
-                state = .answered
-                return length
-            }
-            if let first, offset > first {
-                throw McuMgrError(
-                    .protocolViolation,
-                    "file upload: the device reports \(offset) bytes of \(name) after the first chunk of \(first) bytes (the chunk was written twice: a repeated first chunk is appended to the open file)")
-            }
-        }
-        if let fileSize, fileOffset > fileSize {
-            throw McuMgrError(
-                .protocolViolation,
-                "file upload: the device holds \(fileOffset) bytes of \(name), more than the \(fileSize)-byte file (a repeated first chunk was appended to the open file)")
-        }
-        guard fileOffset >= start else {
-            throw McuMgrError(
-                .protocolViolation,
-                "file upload: the device holds \(fileOffset) bytes of \(name), fewer than the \(start) this upload continues from (the file changed)")
-        }
-        return fileOffset - start
     }
 }
