@@ -257,8 +257,7 @@ struct PyserialRFC2217Tests {
             process.standardOutput = pipe
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
-            try process.run()
-            try? pipe.fileHandleForWriting.close()
+            try process.runHoldingSpawnLock { try? pipe.fileHandleForWriting.close() }
             let handle = pipe.fileHandleForReading
             let lines = self.lines
             readLines(from: handle) { line in lines.withValue { $0.append(line) } }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -172,7 +173,7 @@ final class MCUbootRecoveryQEMU: @unchecked Sendable {
         qemu.standardOutput = FileHandle.nullDevice
         qemu.standardError = FileHandle.nullDevice
         qemu.standardInput = FileHandle.nullDevice
-        try qemu.run()
+        try qemu.runHoldingSpawnLock()
         // socat connects once QEMU listens (deadlines, not counts of tries: QEMU under TCG starts slowly
         // on a loaded machine).
         let deadline = Date().addingTimeInterval(60)
@@ -182,7 +183,7 @@ final class MCUbootRecoveryQEMU: @unchecked Sendable {
             socat.arguments = ["pty,link=\(tty),raw,echo=0", "tcp:127.0.0.1:\(port)"]
             socat.standardOutput = FileHandle.nullDevice
             socat.standardError = FileHandle.nullDevice
-            try socat.run()
+            try socat.runHoldingSpawnLock()
             while !FileManager.default.fileExists(atPath: tty) && socat.isRunning && Date() < deadline { usleep(20_000) }
         }
         guard FileManager.default.fileExists(atPath: tty) else {

@@ -28,7 +28,7 @@ import TestSupport
             _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
             process.standardError = try FileHandle(forWritingTo: stderrFile)
             process.standardInput = FileHandle.nullDevice
-            try process.run()
+            try process.runHoldingSpawnLock()
         }
 
         deinit { try? FileManager.default.removeItem(at: stderrFile) }
@@ -151,12 +151,10 @@ import TestSupport
             expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/down.bin"], timeout: 120))
             let folder = session.directory.url.appendingPathComponent("out")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let running = try Running(["--device", session.device, "fs", "download", "/lfs1/down.bin", folder.path + "/down.bin"])
-            // Wait until the temporary file exists, then stop the download.
-            let deadline = Date().addingTimeInterval(20)
-            while try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, Date() < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let running = try Running(["-v", "--device", session.device, "fs", "download", "/lfs1/down.bin", folder.path + "/down.bin"])
+            // Stopped three answers into the download (of about eighty), seen in the -v trace: not after a
+            // time, which a loaded machine can stretch past the whole download.
+            try await running.waitFor(3, of: "<- read-response fs(8) cmd 0")
             let started = try FileManager.default.contentsOfDirectory(atPath: folder.path)
             #expect(started.contains { $0.hasPrefix(".down.bin.") && $0.hasSuffix(".download") }, "\(started)")
             let (status, _, stderr) = try await running.signal(SIGTERM)
@@ -284,7 +282,7 @@ final class RealFileSystemDevice: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = process.standardOutput
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try process.runHoldingSpawnLock()
         let deadline = Date().addingTimeInterval(10)
         while name.hasPrefix("serial"), Date() < deadline {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""

@@ -109,8 +109,7 @@ public final class BLERig: @unchecked Sendable {
         process.standardOutput = outHandle
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? outHandle.close()
+        try process.runHoldingSpawnLock { try? outHandle.close() }
         try? errHandle.close()
         let pid = process.processIdentifier
         let deadline = Date().addingTimeInterval(60)

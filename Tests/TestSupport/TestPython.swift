@@ -66,7 +66,7 @@ public enum TestPython {
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = stderr
-        try process.run()
+        try process.runHoldingSpawnLock()
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {

@@ -24,3 +24,16 @@ public func waitUntil(
 /// then waits for that child, not for its own). Seen under a whole-suite run: `smp-sim --count 0`, a
 /// usage error that exits at once, left no output and no exit within 45 s.
 public let childSpawnLock = NSLock()
+
+extension Process {
+    /// Starts the process holding `childSpawnLock`, and runs `afterStart` (closing the parent's copies of
+    /// the child's output ends) before letting go: no other test's child inherits those ends, and no two
+    /// children start at once (a whole-suite run once crashed inside Foundation's `Process.run()` while
+    /// another test started a child).
+    public func runHoldingSpawnLock(afterStart: () -> Void = {}) throws {
+        childSpawnLock.lock()
+        defer { childSpawnLock.unlock() }
+        try run()
+        afterStart()
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// One real firmware build (unmodified Zephyr 4.4.0 / MCUboot from the shared firmware directory)
@@ -154,8 +155,7 @@ final class FirmwareRig: @unchecked Sendable {
         process.standardOutput = outHandle
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? outHandle.close()
+        try process.runHoldingSpawnLock { try? outHandle.close() }
         try? errHandle.close()
         let pid = process.processIdentifier
         let deadline = Date().addingTimeInterval(timeout)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Real ser2net (Debian's 4.3) serving a pty, e.g. smp-sim's, on two free loopback ports: a raw `tcp`
 /// accepter and a `telnet(rfc2217)` one. Started in the foreground (`ser2net -n -d -c FILE`), stopped by
@@ -79,7 +80,7 @@ final class Ser2netRig: @unchecked Sendable {
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try process.runHoldingSpawnLock()
         do {
             try waitUntilListening(timeout: 10)
         } catch {
