@@ -105,8 +105,8 @@ public final class UDPTransport: McuMgrTransport {
     public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
         let remote: SocketAddress
         do {
-            // An address literal (the usual case) is parsed as it is: resolving it would cost a netlink
-            // query and the name service's lookups (about 0.3 ms of a command's start).
+            // An address literal (the usual case) is parsed as it is: resolving it costs a netlink
+            // address dump and the name service's lookups before the first request.
             remote =
                 try (try? SocketAddress(ipAddress: configuration.host, port: configuration.port))
                 ?? SocketAddress.makeAddressResolvingHost(configuration.host, port: configuration.port)
