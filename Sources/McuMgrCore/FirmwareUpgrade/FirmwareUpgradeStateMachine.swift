@@ -82,8 +82,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case reset(ResetPurpose)
         case waitForSwap(until: SMPInstant, ResetPurpose)
         case reconnecting(deadline: SMPInstant, retryAt: SMPInstant?, ResetPurpose)
-        /// Reading the image list after the install reset.
-        case verifying(deadline: SMPInstant, retryAt: SMPInstant?)
+        /// Reading the image list after the install reset. `recoveryAnswered`: serial recovery (not the
+        /// application) answered it, so MCUboot has not booted the image (yet): a timeout says so.
+        case verifying(deadline: SMPInstant, retryAt: SMPInstant?, recoveryAnswered: Bool = false)
         /// Single-application MCUboot: reading serial recovery's image list after the upload, before the
         /// reset (the application has no image group, so this is the last look at the hash in slot 0).
         case checkingRecovery
@@ -114,43 +115,76 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         var needsReset: Bool
     }
 
+    /// What the machine learned about the device it talks to. Filled in by the first phases (parameters,
+    /// bootloader info) and revised when serial recovery answers instead of the application.
+    private struct Device: Sendable, Hashable {
+        /// The SMP buffer size the device reported; nil when unknown, or when the one answering now
+        /// (a firmware loader, serial recovery) is not the one that reported it.
+        var bufferSize: Int?
+        /// How many SMP buffers the device has (the upload's depth follows); nil when unknown.
+        var bufferCount: Int?
+        /// The bootloader's name from bootloader info (`"MCUboot"`, `"SUIT"`).
+        var bootloaderName: String?
+        /// The bootloader mode in use (from the device, the configuration, or unknown).
+        var mode: BootloaderMode = .unknown
+        /// The device answered from MCUboot's serial recovery (see `isSerialRecovery`): the images go to
+        /// slot 0 with no state writes, and one request is in flight at a time.
+        var serialRecovery = false
+    }
+
+    /// What the machine decided to do: how the bootloader installs, and what each image number needs.
+    /// Chosen after bootloader info, and again by each validation.
+    private struct Plan: Sendable, Hashable {
+        var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+        var targets: [Target] = []
+        /// Image numbers whose image the device already holds (reported as skipped).
+        var skipped: [Int] = []
+        /// How many more times validation may clear a secondary slot held by another image (confirm the
+        /// running image, or reset to boot the pending one) before giving up: it counts across validations.
+        var resolutionsLeft = 2
+    }
+
+    /// What the summary reports beyond the plan: the notes gathered on the way and what was done or checked.
+    private struct Report: Sendable, Hashable {
+        var notes: [String] = []
+        var didReset = false
+        /// The settings erase ran (or failed and was tolerated); it runs once.
+        var settingsErased = false
+        /// What serial recovery's image list showed of slot 0 (single-application MCUboot), as a sentence part.
+        var recoveryCheck: String?
+        /// What was checked to know the device runs the new images (single-application MCUboot).
+        var verified: String?
+    }
+
+    /// The request last sent and how many more times a retriable failure may resend it.
+    private struct InFlight: Sendable, Hashable {
+        var request: Action
+        var retriesLeft: Int
+    }
+
     public private(set) var configuration: FirmwareUpgradeConfiguration
     /// The images to install, in upload order.
     public let images: [FirmwareUpgradeImage]
+    /// What the link carries; refined with the device's buffer count for the upload's depth.
+    private let link: LinkLimits
     private var state: State = .idle
+    private var device = Device()
+    private var plan = Plan()
+    private var report = Report()
+    private var inFlight: InFlight?
+    /// The instant of the last event that carried one: `imageListReceived` has none, and retries from it.
+    private var lastNow: SMPInstant = .zero
+
+    // The plumbing between events and the driver.
     private var published: FirmwareUpgradeState = .none
     private var out: [Action] = []
     private var held: [Action] = []
     /// Whether the machine is paused (actions are held until `resume()`).
     public private(set) var isPaused = false
-    private var bufferSize: Int?
-    private var bufferCount: Int?
-    /// What the link carries; refined with `bufferCount` for the upload's depth.
-    private let link: LinkLimits
-    private var bootloaderName: String?
-    private var mode: BootloaderMode = .unknown
-    private var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
-    private var targets: [Target] = []
-    private var skipped: [Int] = []
-    private var notes: [String] = []
-    private var didReset = false
-    private var settingsErased = false
-    private var resolutionsLeft = 2
-    private var retriesLeft: Int
-    private var lastRequest: Action?
-    private var lastNow: SMPInstant = .zero
-    /// The device answered from MCUboot's serial recovery (see `isSerialRecovery`).
-    private var serialRecovery = false
-    /// What serial recovery's image list showed of slot 0 (single-application MCUboot), as a sentence part.
-    private var recoveryCheck: String?
-    /// What was checked to know the device runs the new images (single-application MCUboot).
-    private var verified: String?
-    /// After the install reset, serial recovery (not the application) answered the image list.
-    private var recoveryAnsweredAfterReset = false
 
     /// MCUboot's single-application mode: the application has no image group (Zephyr builds none there),
     /// so the upgrade goes through serial recovery (reset with boot_mode 1) and the hash is read there.
-    private var singleApp: Bool { mode == .singleApplication && !flow.suit }
+    private var singleApp: Bool { device.mode == .singleApplication && !plan.flow.suit }
 
     /// A machine for these images (upload order: as given).
     /// - Parameter link: what the link to the device carries (the client's `linkLimits`): the upload's
@@ -163,19 +197,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         self.images = images
         self.configuration = configuration
         self.link = link
-        self.retriesLeft = configuration.maximumRetries
     }
 
     /// The current public state.
     public var currentState: FirmwareUpgradeState { published }
 
     /// The bootloader mode in use (from the device, the configuration, or unknown).
-    public var bootloaderMode: BootloaderMode { mode }
+    public var bootloaderMode: BootloaderMode { device.mode }
 
     /// Whether the device answered from MCUboot's serial recovery: no application runs, so it reports no
     /// bootloader info (rc 8) and no active slot (an empty image list when it holds no image). The images then go to their primary slot (slot 0
     /// of image 0), without test or confirm (MCUboot has neither: ENOTSUP), and a reset boots them.
-    public var isSerialRecovery: Bool { serialRecovery }
+    public var isSerialRecovery: Bool { device.serialRecovery }
 
     // MARK: - Events
 
@@ -195,8 +228,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// MCUmgr parameters arrived.
     public mutating func parametersReceived(bufferSize: Int, bufferCount: Int) -> [Action] {
         guard state == .parameters else { return [] }
-        self.bufferSize = bufferSize > 0 ? bufferSize : nil
-        self.bufferCount = bufferCount > 0 ? bufferCount : nil
+        device.bufferSize = bufferSize > 0 ? bufferSize : nil
+        device.bufferCount = bufferCount > 0 ? bufferCount : nil
         askBootloader()
         return flush()
     }
@@ -204,8 +237,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The device does not implement MCUmgr parameters (rc 8): no pipelining.
     public mutating func parametersUnsupported() -> [Action] {
         guard state == .parameters else { return [] }
-        bufferSize = nil
-        bufferCount = 1
+        device.bufferSize = nil
+        device.bufferCount = 1
         askBootloader()
         return flush()
     }
@@ -213,8 +246,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Bootloader info arrived: the name (`"MCUboot"`, `"SUIT"`) and the mode when reported.
     public mutating func bootloaderInfoReceived(name: String?, mode: BootloaderMode?) -> [Action] {
         guard state == .bootloaderInfo else { return [] }
-        bootloaderName = name
-        self.mode = mode ?? .unknown
+        device.bootloaderName = name
+        device.mode = mode ?? .unknown
         chooseFlowAndValidate()
         return flush()
     }
@@ -222,7 +255,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The device does not implement bootloader info: assume an MCUboot swap mode.
     public mutating func bootloaderInfoUnsupported() -> [Action] {
         guard state == .bootloaderInfo else { return [] }
-        mode = .unknown
+        device.mode = .unknown
         chooseFlowAndValidate()
         return flush()
     }
@@ -245,8 +278,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public mutating func imageListUnsupported(_ description: String, now: SMPInstant) -> [Action] {
         lastNow = now
         switch state {
-        case .validate where singleApp && !serialRecovery:
-            notes.append("the application has no image group (single-application MCUboot): reset into MCUboot's serial recovery to upload")
+        case .validate where singleApp && !device.serialRecovery:
+            report.notes.append("the application has no image group (single-application MCUboot): reset into MCUboot's serial recovery to upload")
             resetIntoRecovery()
         case .validate where singleApp:
             fail("after the reset into the bootloader (boot_mode 1) the device still answers the image list with rc 8 (\(description)): "
@@ -258,7 +291,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 + "through MCUboot's serial recovery")
         case .verifying where singleApp:
             // Serial recovery answers the image list; the single-application application does not.
-            verified = (recoveryCheck ?? "") + "after the reset the application answers the image list with rc 8 (it has no "
+            report.verified = (report.recoveryCheck ?? "") + "after the reset the application answers the image list with rc 8 (it has no "
                 + "image group; serial recovery would list its slots), so MCUboot booted slot 0 (a single-application MCUboot "
                 + "boots nothing else; the application cannot report its hash)"
             succeed()
@@ -333,7 +366,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The application settings were erased.
     public mutating func eraseSettingsDone() -> [Action] {
         guard state == .eraseSettings else { return [] }
-        settingsErased = true
+        report.settingsErased = true
         afterUpload()
         return flush()
     }
@@ -341,8 +374,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Erasing the application settings failed; tolerated (many devices do not implement it).
     public mutating func eraseSettingsFailed(_ description: String) -> [Action] {
         guard state == .eraseSettings else { return [] }
-        settingsErased = true
-        notes.append("erasing the application settings failed (\(description)); continued")
+        report.settingsErased = true
+        report.notes.append("erasing the application settings failed (\(description)); continued")
         afterUpload()
         return flush()
     }
@@ -360,7 +393,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         lastNow = now
         guard case .reset(let purpose) = state else { return [] }
         var wait = configuration.resetDelay
-        if purpose != .enterFirmwareLoader, flow.swapWait, configuration.estimatedSwapTime > wait {
+        if purpose != .enterFirmwareLoader, plan.flow.swapWait, configuration.estimatedSwapTime > wait {
             wait = configuration.estimatedSwapTime
         }
         let until = now + wait
@@ -376,15 +409,15 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case .enterFirmwareLoader where singleApp:
             // MCUboot's serial recovery: one buffer, its own size (the driver asks it). Its image list shows
             // what slot 0 holds (an image already there needs only the reset that boots it).
-            bufferSize = nil
-            bufferCount = 1
-            serialRecovery = true
+            device.bufferSize = nil
+            device.bufferCount = 1
+            device.serialRecovery = true
             go(.validate)
             request(.requestImageList)
         case .enterFirmwareLoader:
             // The loader (or MCUboot serial recovery) has its own, smaller buffer: one request at a time,
             // and the application's buffer size no longer applies (the driver asks the loader).
-            bufferSize = nil
+            device.bufferSize = nil
             startUpload(pipelineDepth: 1)
         case .resolveSecondary:
             go(.validate)
@@ -405,14 +438,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return []
         case .parameters:
             if !retry(retriable) {
-                notes.append("MCUmgr parameters unavailable (\(description)); uploading without pipelining")
-                bufferSize = nil
-                bufferCount = 1
+                report.notes.append("MCUmgr parameters unavailable (\(description)); uploading without pipelining")
+                device.bufferSize = nil
+                device.bufferCount = 1
                 askBootloader()
             }
         case .bootloaderInfo:
             if !retry(retriable) {
-                mode = .unknown
+                device.mode = .unknown
                 chooseFlowAndValidate()
             }
         case .eraseSettings:
@@ -422,7 +455,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 // Over serial or UDP the name does not matter; over Bluetooth LE the loader then advertises the
                 // name it was built with (the fw_loader sample's CONFIG_BT_DEVICE_NAME "FW loader").
                 let name = configuration.firmwareLoaderName ?? ""
-                notes.append("the application did not store the firmware loader's advertising name \"\(name)\" (\(description)), "
+                report.notes.append("the application did not store the firmware loader's advertising name \"\(name)\" (\(description)), "
                     + "so over Bluetooth LE the loader advertises the name it was built with (\"\(name)\" was looked for)")
                 go(.reset(.enterFirmwareLoader))
                 request(.reset(.bootloader))
@@ -438,18 +471,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 state = .reconnecting(deadline: deadline, retryAt: at, purpose)
                 out.append(.waitUntil(at))
             }
-        case .verifying(let deadline, _):
+        case .verifying(let deadline, _, let recoveryAnswered):
             if now >= deadline {
                 failNotBack()
             } else {
                 let at = min(now + configuration.retryInterval, deadline)
-                state = .verifying(deadline: deadline, retryAt: at)
+                state = .verifying(deadline: deadline, retryAt: at, recoveryAnswered: recoveryAnswered)
                 out.append(.waitUntil(at))
             }
         case .upload(let remaining):
             let which = remaining.first.map { "image \($0)" } ?? "the image"
             var hint = ""
-            if mode == .firmwareLoader, !singleApp {
+            if device.mode == .firmwareLoader, !singleApp {
                 // Over serial or UDP an application that ignores boot_mode 1 answers in its loader's place, and
                 // refuses to write its own slot.
                 hint = " If the application answered instead of its firmware loader, it ignores the reset into the loader "
@@ -506,11 +539,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             } else {
                 return []
             }
-        case .verifying(let deadline, let retryAt):
+        case .verifying(let deadline, let retryAt, let recoveryAnswered):
             if now >= deadline {
                 failNotBack()
             } else if let retryAt, now >= retryAt {
-                state = .verifying(deadline: deadline, retryAt: nil)
+                state = .verifying(deadline: deadline, retryAt: nil, recoveryAnswered: recoveryAnswered)
                 out.append(.requestImageList)
                 out.append(.waitUntil(deadline))
             } else {
@@ -570,7 +603,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     private mutating func askBootloader() {
         if let override = configuration.bootloaderMode {
-            mode = override
+            device.mode = override
             chooseFlowAndValidate()
         } else {
             go(.bootloaderInfo)
@@ -579,38 +612,38 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func chooseFlowAndValidate() {
-        let suit = bootloaderName?.uppercased() == "SUIT" || images.contains { $0.contentType != .mcubootImage }
-        switch mode {
+        let suit = device.bootloaderName?.uppercased() == "SUIT" || images.contains { $0.contentType != .mcubootImage }
+        switch device.mode {
         case _ where suit:
-            flow = Flow(slots: .secondary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: true)
+            plan.flow = Flow(slots: .secondary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: true)
         case .directXIPWithoutRevert:
-            flow = Flow(slots: .inactive, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .inactive, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
         case .directXIPWithRevert:
-            flow = Flow(slots: .inactive, writes: .asMode, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .inactive, writes: .asMode, swapWait: false, resetIntoLoaderFirst: false, suit: false)
         case .ramLoad:
-            flow = Flow(slots: .inactive, writes: .confirmOnly, swapWait: false, resetIntoLoaderFirst: false, suit: false)
-            notes.append("RAM load: no revert, so test modes behave like confirm (unverified against hardware)")
+            plan.flow = Flow(slots: .inactive, writes: .confirmOnly, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            report.notes.append("RAM load: no revert, so test modes behave like confirm (unverified against hardware)")
         case .overwrite:
-            flow = Flow(slots: .secondary, writes: .confirmOnly, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .secondary, writes: .confirmOnly, swapWait: true, resetIntoLoaderFirst: false, suit: false)
             if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
-                notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
+                report.notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
             }
         case .firmwareLoader, .singleApplication:
             // One application slot: the running application cannot overwrite itself, so the upload goes to
             // the firmware loader or MCUboot serial recovery (reset with boot_mode 1), then a normal reset.
-            flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
+            plan.flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
         case .singleSlotRAMLoad:
-            flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
         default:
-            flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
         }
         let testing = configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm
-        if testing, !flow.suit, mode == .directXIPWithoutRevert || flow.resetIntoLoaderFirst {
-            notes.append("\(mode.detailedName) cannot test-boot an image: the new image is permanent once it boots")
+        if testing, !plan.flow.suit, device.mode == .directXIPWithoutRevert || plan.flow.resetIntoLoaderFirst {
+            report.notes.append("\(device.mode.detailedName) cannot test-boot an image: the new image is permanent once it boots")
         }
-        if flow.suit {
+        if plan.flow.suit {
             // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
-            targets = images.map { Target(image: $0, needsUpload: true, write: nil, needsReset: false) }
+            plan.targets = images.map { Target(image: $0, needsUpload: true, write: nil, needsReset: false) }
             startUpload(pipelineDepth: pipelineDepth)
         } else {
             go(.validate)
@@ -619,56 +652,56 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func validate(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
-        if singleApp, !serialRecovery, !slots.contains(where: \.active) {
+        if singleApp, !device.serialRecovery, !slots.contains(where: \.active) {
             // Single-app given, and the device lists its slots without `active`: MCUboot's serial recovery
             // already answers (a reset from there would boot the application instead).
-            bufferSize = nil
-            bufferCount = 1
-            serialRecovery = true
-            notes.append("the device already answers from MCUboot's serial recovery: the image goes to slot 0 without another reset")
+            device.bufferSize = nil
+            device.bufferCount = 1
+            device.serialRecovery = true
+            report.notes.append("the device already answers from MCUboot's serial recovery: the image goes to slot 0 without another reset")
         }
-        if singleApp, serialRecovery, slots.contains(where: \.active) {
+        if singleApp, device.serialRecovery, slots.contains(where: \.active) {
             // An application flags its running slot; MCUboot's serial recovery never does.
             fail("after the reset into the bootloader (boot_mode 1) the application answered again (its image list has an "
                 + "active slot), not MCUboot's serial recovery. The application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and "
                 + "MCUboot serial recovery with boot-mode entry (or enter recovery by hand), then run the upgrade again")
             return
         }
-        if !slots.contains(where: \.active), !serialRecovery, !flow.suit, configuration.bootloaderMode == nil,
-            bootloaderName == nil, mode == .unknown
+        if !slots.contains(where: \.active), !device.serialRecovery, !plan.flow.suit, configuration.bootloaderMode == nil,
+            device.bootloaderName == nil, device.mode == .unknown
         {
             enterSerialRecovery()
         }
-        var plan: [Target] = []
-        skipped = []
+        var chosen: [Target] = []
+        plan.skipped = []
         var numbers: [Int] = []
         for image in images where !numbers.contains(image.image) { numbers.append(image.image) }
         for number in numbers {
             let candidates = images.filter { $0.image == number }
             let listed = slots.filter { $0.image == number }
-            if serialRecovery {
+            if device.serialRecovery {
                 // MCUboot writes the primary slot; an image already there needs only the reset that boots it.
                 let image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
                 let present = listed.contains { $0.slot == 0 && $0.hash == image.hash }
-                if present { skipped.append(number) }
+                if present { plan.skipped.append(number) }
                 if present, singleApp {
-                    recoveryCheck = "MCUboot's serial recovery listed slot 0 with the package's hash (nothing to upload); "
+                    report.recoveryCheck = "MCUboot's serial recovery listed slot 0 with the package's hash (nothing to upload); "
                 }
-                plan.append(Target(image: image, needsUpload: !present, write: nil, needsReset: true))
+                chosen.append(Target(image: image, needsUpload: !present, write: nil, needsReset: true))
                 continue
             }
             let active = Self.runningSlot(in: listed)
             // Already running?
             if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
-                skipped.append(number)
-                if !active.confirmed, wantsConfirm, flow.writes != .none {
-                    plan.append(Target(image: running, needsUpload: false, write: .confirm(Array(running.hash)), needsReset: false))
+                plan.skipped.append(number)
+                if !active.confirmed, wantsConfirm, plan.flow.writes != .none {
+                    chosen.append(Target(image: running, needsUpload: false, write: .confirm(Array(running.hash)), needsReset: false))
                 }
                 continue
             }
             let image: FirmwareUpgradeImage
             let targetSlot: Int
-            switch flow.slots {
+            switch plan.flow.slots {
             case .inactive:
                 let activeSlot = active?.slot ?? 0
                 if let pick = candidates.first(where: { $0.slot != nil && $0.slot != activeSlot }) {
@@ -676,14 +709,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 } else if let unknown = candidates.first(where: { $0.slot == nil }) {
                     // A bare image: RAM load copies it anywhere; Direct-XIP runs it in place.
                     image = unknown
-                    if mode.isDirectXIP {
-                        notes.append("image \(number): the package does not say which slot the build is linked for; it went to slot "
+                    if device.mode.isDirectXIP {
+                        report.notes.append("image \(number): the package does not say which slot the build is linked for; it went to slot "
                             + "\(1 - activeSlot), where Direct-XIP runs it only if it is linked for that slot (the "
                             + "dfu_application.zip with both builds picks the right one)")
                     }
                 } else {
                     fail("image \(number): the package only has the build for slot \(activeSlot), which is running; "
-                        + "\(mode.detailedName) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
+                        + "\(device.mode.detailedName) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
                     return
                 }
                 targetSlot = 1 - activeSlot
@@ -691,16 +724,16 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
                 targetSlot = 1
             case .primary:
-                plan.append(Target(image: candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
+                chosen.append(Target(image: candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
                 continue
             }
             var target = Target(image: image, needsUpload: true, write: initialWrite(for: image), needsReset: true)
             if let other = listed.first(where: { $0.slot == targetSlot }) {
                 if other.hash == image.hash {
                     target.needsUpload = false
-                    skipped.append(number)
+                    plan.skipped.append(number)
                     if other.permanent {
-                        if configuration.upgradeMode == .testOnly, flow.writes == .asMode {
+                        if configuration.upgradeMode == .testOnly, plan.flow.writes == .asMode {
                             fail("image \(number) is already in slot \(targetSlot) and confirmed; it cannot be made test-only. "
                                 + "Use confirmOnly, or reset the device to install it")
                             return
@@ -710,12 +743,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                         if case .test = target.write { target.write = nil }
                     }
                 } else if other.confirmed || other.pending {
-                    guard resolutionsLeft > 0 else {
+                    guard plan.resolutionsLeft > 0 else {
                         fail("image \(number): slot \(targetSlot) still holds another image marked "
                             + "\(other.confirmed ? "confirmed" : "pending"). Erase it (`smp image erase`) or reset the device, then run the upgrade again")
                         return
                     }
-                    resolutionsLeft -= 1
+                    plan.resolutionsLeft -= 1
                     if other.confirmed, let runningHash = active?.hash, !runningHash.isEmpty {
                         // As ios-dm: confirm the running image so the confirmed secondary can be overwritten.
                         go(.resolvingSecondary)
@@ -726,23 +759,23 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                         return
                     } else {
                         // As ios-dm: reset so MCUboot boots the pending image, then validate again.
-                        notes.append("image \(number): slot \(targetSlot) held another pending image; reset the device to clear it")
+                        report.notes.append("image \(number): slot \(targetSlot) held another pending image; reset the device to clear it")
                         go(.reset(.resolveSecondary))
-                        didReset = true
+                        report.didReset = true
                         request(.reset(.normal))
                     }
                     return
                 }
             }
-            plan.append(target)
+            chosen.append(target)
         }
-        targets = plan
-        if targets.isEmpty {
+        plan.targets = chosen
+        if plan.targets.isEmpty {
             succeed()
             return
         }
-        if targets.contains(where: \.needsUpload) {
-            if flow.resetIntoLoaderFirst, !serialRecovery {
+        if plan.targets.contains(where: \.needsUpload) {
+            if plan.flow.resetIntoLoaderFirst, !device.serialRecovery {
                 enterFirmwareLoader()
             } else {
                 startUpload(pipelineDepth: pipelineDepth)
@@ -756,7 +789,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// loader (os reset with boot_mode 1: zephyr os_mgmt `_OS_RESET_BOOT_MODE`; Nordic's iOS library's
     /// `resetIntoFirmwareLoader`), after storing the name the loader advertises when one is configured.
     private mutating func enterFirmwareLoader() {
-        if mode == .firmwareLoader, let name = configuration.firmwareLoaderName {
+        if device.mode == .firmwareLoader, let name = configuration.firmwareLoaderName {
             go(.namingLoader)
             request(.setFirmwareLoaderName(name))
         } else {
@@ -769,14 +802,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// into it (firmware-loader mode), the application otherwise (serial recovery answers like the
     /// application: on the same port, and MCUboot's serial recovery has no Bluetooth).
     private func reconnectAction(_ purpose: ResetPurpose) -> Action {
-        guard purpose == .enterFirmwareLoader, mode == .firmwareLoader, !singleApp else { return .reconnect }
+        guard purpose == .enterFirmwareLoader, device.mode == .firmwareLoader, !singleApp else { return .reconnect }
         return .reconnectToFirmwareLoader(name: configuration.firmwareLoaderName)
     }
 
     /// Single-application MCUboot: reboot into serial recovery (boot_mode 1); the reconnect reads its image list.
     private mutating func resetIntoRecovery() {
         if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
-            notes.append("single-application MCUboot cannot test-boot an image: the new image is permanent once it boots")
+            report.notes.append("single-application MCUboot cannot test-boot an image: the new image is permanent once it boots")
         }
         go(.reset(.enterFirmwareLoader))
         request(.reset(.bootloader))
@@ -790,7 +823,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private mutating func checkRecovery(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
         var checked: [String] = []
         var unlisted: [Int] = []
-        for target in targets where target.needsUpload {
+        for target in plan.targets where target.needsUpload {
             let number = target.image.image
             guard let slot0 = slots.first(where: { $0.image == number && $0.slot == 0 }), let slot0Hash = slot0.hash,
                 !slot0Hash.isEmpty
@@ -814,9 +847,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             let which = unlisted.map { "image \($0)" }.joined(separator: ", ")
             text += "serial recovery listed no image in slot 0 of \(which) right after the upload (MCUboot may list it only "
                 + "after a reboot), so that hash was not read back; "
-            notes.append("MCUboot's serial recovery did not list the uploaded image right after the upload; the hash was not read back")
+            report.notes.append("MCUboot's serial recovery did not list the uploaded image right after the upload; the hash was not read back")
         }
-        recoveryCheck = text
+        report.recoveryCheck = text
         afterUpload()
     }
 
@@ -826,13 +859,13 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// slots without that flag (an empty list when it holds no image, as the mps2 build without its
     /// application) and has no bootloader info: upload to the primary slot, no state writes, reset.
     private mutating func enterSerialRecovery() {
-        serialRecovery = true
-        flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
-        notes.append("the device answers from MCUboot's serial recovery (no application runs: no bootloader info, "
+        device.serialRecovery = true
+        plan.flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+        report.notes.append("the device answers from MCUboot's serial recovery (no application runs: no bootloader info, "
             + "no active slot): the image goes to slot 0 (the primary slot) with no test or confirm, which "
             + "MCUboot does not have; the reset boots it")
         if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
-            notes.append("serial recovery cannot test-boot an image: the new image is permanent once it boots")
+            report.notes.append("serial recovery cannot test-boot an image: the new image is permanent once it boots")
         }
     }
 
@@ -842,14 +875,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     private mutating func initialWrite(for image: FirmwareUpgradeImage) -> Write? {
         let hash = Array(image.hash)
-        switch (flow.writes, configuration.upgradeMode) {
+        switch (plan.flow.writes, configuration.upgradeMode) {
         case (.none, _), (_, .uploadOnly): return nil
         case (.confirmOnly, _), (.asMode, .confirmOnly): return .confirm(hash)
         case (.asMode, .testAndConfirm) where image.image != 0:
             // Zephyr refuses to confirm an image other than the running application's once it runs
             // (IMAGE_CONFIRMATION_DENIED unless CONFIG_MCUMGR_GRP_IMG_ALLOW_CONFIRM_NON_ACTIVE_IMAGE_ANY),
             // so it would revert on the next reset: confirm it now; the application image runs on trial.
-            notes.append("image \(image.image) was confirmed before the reset: devices refuse to confirm it once it runs; "
+            report.notes.append("image \(image.image) was confirmed before the reset: devices refuse to confirm it once it runs; "
                 + "only the application image (0) was test-booted")
             return .confirm(hash)
         case (.asMode, .testAndConfirm), (.asMode, .testOnly): return .test(hash)
@@ -860,49 +893,49 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// asked for) and the configuration's `pipelineDepth` (`LinkLimits.refined`).
     private var pipelineDepth: Int {
         let wanted = configuration.pipelineDepth
-        return link.refined(deviceBufferCount: bufferCount ?? (wanted == nil ? 1 : nil), requestedWindow: wanted).window
+        return link.refined(deviceBufferCount: device.bufferCount ?? (wanted == nil ? 1 : nil), requestedWindow: wanted).window
     }
 
     private mutating func startUpload(pipelineDepth: Int) {
-        let uploads = targets.filter(\.needsUpload).map(\.image)
+        let uploads = plan.targets.filter(\.needsUpload).map(\.image)
         go(.upload(remaining: uploads.map(\.image)))
-        out.append(.upload(uploads, pipelineDepth: pipelineDepth, bufferSize: bufferSize))
+        out.append(.upload(uploads, pipelineDepth: pipelineDepth, bufferSize: device.bufferSize))
     }
 
     private mutating func afterUpload() {
-        if singleApp, serialRecovery, recoveryCheck == nil, targets.contains(where: \.needsUpload) {
+        if singleApp, device.serialRecovery, report.recoveryCheck == nil, plan.targets.contains(where: \.needsUpload) {
             // The application cannot show its hash: read it from serial recovery before the reset.
             go(.checkingRecovery)
             request(.requestImageList)
             return
         }
-        if configuration.eraseAppSettings, !settingsErased, targets.contains(where: \.needsUpload) {
+        if configuration.eraseAppSettings, !report.settingsErased, plan.targets.contains(where: \.needsUpload) {
             go(.eraseSettings)
             request(.eraseAppSettings)
             return
         }
-        if configuration.upgradeMode == .uploadOnly || flow.suit {
-            if serialRecovery, configuration.upgradeMode == .uploadOnly {
-                notes.append("the device stays in serial recovery until it is reset (`smp os reset`), then boots the new image")
-            } else if flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
-                notes.append("the device stays in its firmware loader until it is reset (`smp os reset`), then runs the new image")
+        if configuration.upgradeMode == .uploadOnly || plan.flow.suit {
+            if device.serialRecovery, configuration.upgradeMode == .uploadOnly {
+                report.notes.append("the device stays in serial recovery until it is reset (`smp os reset`), then boots the new image")
+            } else if plan.flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
+                report.notes.append("the device stays in its firmware loader until it is reset (`smp os reset`), then runs the new image")
             }
             succeed()
             return
         }
-        if flow.slots == .primary, flow.resetIntoLoaderFirst || targets.contains(where: \.needsUpload) {
+        if plan.flow.slots == .primary, plan.flow.resetIntoLoaderFirst || plan.targets.contains(where: \.needsUpload) {
             // Firmware loader / single slot: the upload went straight to the primary slot.
             guard configuration.performReset else {
-                notes.append("not reset: the device starts the new image on its next reset")
+                report.notes.append("not reset: the device starts the new image on its next reset")
                 succeed()
                 return
             }
             go(.reset(.install))
-            didReset = true
+            report.didReset = true
             request(.reset(.normal))
             return
         }
-        let writes = targets.compactMap(\.write)
+        let writes = plan.targets.compactMap(\.write)
         if writes.isEmpty {
             afterWrites()
         } else {
@@ -912,12 +945,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func afterWrites() {
-        if targets.contains(where: \.needsReset), !configuration.performReset {
-            notes.append("not reset: the device installs the new images on its next reset")
+        if plan.targets.contains(where: \.needsReset), !configuration.performReset {
+            report.notes.append("not reset: the device installs the new images on its next reset")
             succeed()
-        } else if targets.contains(where: \.needsReset) {
+        } else if plan.targets.contains(where: \.needsReset) {
             go(.reset(.install))
-            didReset = true
+            report.didReset = true
             request(.reset(.normal))
         } else {
             succeed()
@@ -925,12 +958,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func verify(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
-        if serialRecovery, !slots.contains(where: \.active), case .verifying(let deadline, _) = state {
-            recoveryAnsweredAfterReset = true
+        if device.serialRecovery, !slots.contains(where: \.active), case .verifying(let deadline, _, _) = state {
             // Still (or again) in serial recovery: MCUboot has not booted the image yet, or refused it.
             if lastNow < deadline {
                 let at = min(lastNow + configuration.retryInterval, deadline)
-                state = .verifying(deadline: deadline, retryAt: at)
+                state = .verifying(deadline: deadline, retryAt: at, recoveryAnswered: true)
                 out.append(.waitUntil(at))
             } else {
                 failStillInRecovery()
@@ -938,26 +970,26 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return
         }
         var toConfirm: [[UInt8]] = []
-        for target in targets where target.needsReset {
+        for target in plan.targets where target.needsReset {
             let number = target.image.image
             let listed = slots.filter { $0.image == number }
             if listed.isEmpty {
-                notes.append("image \(number) is not in the device's image list after the reset; its installation could not be checked")
+                report.notes.append("image \(number) is not in the device's image list after the reset; its installation could not be checked")
                 continue
             }
             guard let running = Self.runningSlot(in: listed), running.hash == target.image.hash else {
-                let slotHint = flow.slots == .inactive ? target.image.slot.map { "slot \($0)" } ?? "the slot it went to" : "this slot"
+                let slotHint = plan.flow.slots == .inactive ? target.image.slot.map { "slot \($0)" } ?? "the slot it went to" : "this slot"
                 fail("image \(number): the device booted the old image: the new one was rejected by MCUboot — "
                     + "check the signing key / image for \(slotHint)"
-                    + (mode == .directXIPWithoutRevert ? " (Direct-XIP boots the higher version: check the new version is higher)" : ""))
+                    + (device.mode == .directXIPWithoutRevert ? " (Direct-XIP boots the higher version: check the new version is higher)" : ""))
                 return
             }
-            switch (flow.writes, configuration.upgradeMode) {
+            switch (plan.flow.writes, configuration.upgradeMode) {
             case (.asMode, .testAndConfirm):
                 if !running.confirmed { toConfirm.append(Array(target.image.hash)) }
             case (.asMode, .testOnly):
                 if running.confirmed {
-                    notes.append("image \(number) is already confirmed after the test boot (the application may confirm itself)")
+                    report.notes.append("image \(number) is already confirmed after the test boot (the application may confirm itself)")
                 }
             case (.asMode, .confirmOnly), (.confirmOnly, _):
                 if !running.confirmed {
@@ -969,8 +1001,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 break
             }
         }
-        if singleApp, serialRecovery {
-            verified = (recoveryCheck ?? "") + "after the reset the application's image list shows the uploaded hash running"
+        if singleApp, device.serialRecovery {
+            report.verified = (report.recoveryCheck ?? "") + "after the reset the application's image list shows the uploaded hash running"
         }
         if toConfirm.isEmpty {
             succeed()
@@ -986,12 +1018,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func failNotBack() {
-        if recoveryAnsweredAfterReset, case .verifying = state {
+        if case .verifying(_, _, recoveryAnswered: true) = state {
             failStillInRecovery()
             return
         }
         let seconds = Int(configuration.reconnectTimeout.seconds.rounded())
-        if case .reconnecting(_, _, .enterFirmwareLoader) = state, mode == .firmwareLoader, !singleApp {
+        if case .reconnecting(_, _, .enterFirmwareLoader) = state, device.mode == .firmwareLoader, !singleApp {
             let name = configuration.firmwareLoaderName.map { " (advertising \"\($0)\" over Bluetooth LE)" } ?? ""
             fail("the firmware loader\(name) did not answer within \(seconds) s after the reset into it (boot_mode 1): check that "
                 + "the application resets into the loader (CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot's firmware "
@@ -1027,29 +1059,29 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     private mutating func request(_ action: Action) {
-        lastRequest = action
-        retriesLeft = configuration.maximumRetries
+        inFlight = InFlight(request: action, retriesLeft: configuration.maximumRetries)
         out.append(action)
     }
 
     private mutating func retry(_ retriable: Bool) -> Bool {
-        guard retriable, retriesLeft > 0, let lastRequest else { return false }
-        retriesLeft -= 1
-        out.append(lastRequest)
+        guard retriable, var inFlight, inFlight.retriesLeft > 0 else { return false }
+        inFlight.retriesLeft -= 1
+        self.inFlight = inFlight
+        out.append(inFlight.request)
         return true
     }
 
     private mutating func succeed() {
-        let uploaded = targets.filter(\.needsUpload).map(\.image.image)
-        if singleApp, verified == nil, let recoveryCheck {
+        let uploaded = plan.targets.filter(\.needsUpload).map(\.image.image)
+        if singleApp, report.verified == nil, let recoveryCheck = report.recoveryCheck {
             // Ended before the application could answer (upload-only, no reset).
-            verified = recoveryCheck + "the device was not reset: MCUboot boots slot 0 on the next reset"
+            report.verified = recoveryCheck + "the device was not reset: MCUboot boots slot 0 on the next reset"
         }
         var summary = FirmwareUpgradeSummary(
-            mode: configuration.upgradeMode, bootloaderMode: mode, uploadedImages: uploaded,
-            skippedImages: skipped, didReset: didReset, notes: notes)
-        summary.serialRecovery = serialRecovery
-        summary.verified = verified
+            mode: configuration.upgradeMode, bootloaderMode: device.mode, uploadedImages: uploaded,
+            skippedImages: plan.skipped, didReset: report.didReset, notes: report.notes)
+        summary.serialRecovery = device.serialRecovery
+        summary.verified = report.verified
         go(.success)
         out.append(.finished(summary))
     }
@@ -1072,7 +1104,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private func publicState(_ state: State) -> FirmwareUpgradeState {
         switch state {
         case .namingLoader: .resetIntoFirmwareLoader
-        case .reset(.enterFirmwareLoader) where mode == .firmwareLoader && !singleApp: .resetIntoFirmwareLoader
+        case .reset(.enterFirmwareLoader) where device.mode == .firmwareLoader && !singleApp: .resetIntoFirmwareLoader
         case .idle: .none
         case .parameters: .requestMcuMgrParameters
         case .bootloaderInfo: .bootloaderInfo
