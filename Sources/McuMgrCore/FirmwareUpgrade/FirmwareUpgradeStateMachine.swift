@@ -60,8 +60,12 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private enum ResetPurpose: Sendable, Hashable {
         /// Install the uploaded images.
         case install
-        /// Reboot into the firmware loader before uploading.
+        /// Firmware-loader mode: reboot into the loader (boot_mode 1) before uploading; the loader answers
+        /// the reconnect, over Bluetooth LE as another peripheral.
         case enterFirmwareLoader
+        /// Single-application MCUboot: reboot into MCUboot's serial recovery (boot_mode 1) before uploading;
+        /// it answers on the application's port, and its image list comes first.
+        case enterSerialRecovery
         /// Let MCUboot boot a pending image that blocks the secondary slot (as ios-dm does).
         case resolveSecondary
     }
@@ -393,7 +397,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         lastNow = now
         guard case .reset(let purpose) = state else { return [] }
         var wait = configuration.resetDelay
-        if purpose != .enterFirmwareLoader, plan.flow.swapWait, configuration.estimatedSwapTime > wait {
+        if purpose == .install || purpose == .resolveSecondary, plan.flow.swapWait, configuration.estimatedSwapTime > wait {
             wait = configuration.estimatedSwapTime
         }
         let until = now + wait
@@ -406,7 +410,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public mutating func reconnected() -> [Action] {
         guard case .reconnecting(let deadline, _, let purpose) = state else { return [] }
         switch purpose {
-        case .enterFirmwareLoader where singleApp:
+        case .enterSerialRecovery:
             // MCUboot's serial recovery: one buffer, its own size (the driver asks it). Its image list shows
             // what slot 0 holds (an image already there needs only the reset that boots it).
             device.bufferSize = nil
@@ -482,7 +486,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case .upload(let remaining):
             let which = remaining.first.map { "image \($0)" } ?? "the image"
             var hint = ""
-            if device.mode == .firmwareLoader, !singleApp {
+            if device.mode == .firmwareLoader {
                 // Over serial or UDP an application that ignores boot_mode 1 answers in its loader's place, and
                 // refuses to write its own slot.
                 hint = " If the application answered instead of its firmware loader, it ignores the reset into the loader "
@@ -788,12 +792,13 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Firmware-loader mode: the application cannot write its own slot, so the device reboots into the
     /// loader (os reset with boot_mode 1: zephyr os_mgmt `_OS_RESET_BOOT_MODE`; Nordic's iOS library's
     /// `resetIntoFirmwareLoader`), after storing the name the loader advertises when one is configured.
+    /// A single-application MCUboot whose application listed its slots reboots the same way into serial recovery.
     private mutating func enterFirmwareLoader() {
         if device.mode == .firmwareLoader, let name = configuration.firmwareLoaderName {
             go(.namingLoader)
             request(.setFirmwareLoaderName(name))
         } else {
-            go(.reset(.enterFirmwareLoader))
+            go(.reset(singleApp ? .enterSerialRecovery : .enterFirmwareLoader))
             request(.reset(.bootloader))
         }
     }
@@ -802,7 +807,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// into it (firmware-loader mode), the application otherwise (serial recovery answers like the
     /// application: on the same port, and MCUboot's serial recovery has no Bluetooth).
     private func reconnectAction(_ purpose: ResetPurpose) -> Action {
-        guard purpose == .enterFirmwareLoader, device.mode == .firmwareLoader, !singleApp else { return .reconnect }
+        guard purpose == .enterFirmwareLoader else { return .reconnect }
         return .reconnectToFirmwareLoader(name: configuration.firmwareLoaderName)
     }
 
@@ -811,7 +816,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
             report.notes.append("single-application MCUboot cannot test-boot an image: the new image is permanent once it boots")
         }
-        go(.reset(.enterFirmwareLoader))
+        go(.reset(.enterSerialRecovery))
         request(.reset(.bootloader))
     }
 
@@ -1023,7 +1028,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return
         }
         let seconds = Int(configuration.reconnectTimeout.seconds.rounded())
-        if case .reconnecting(_, _, .enterFirmwareLoader) = state, device.mode == .firmwareLoader, !singleApp {
+        if case .reconnecting(_, _, .enterFirmwareLoader) = state {
             let name = configuration.firmwareLoaderName.map { " (advertising \"\($0)\" over Bluetooth LE)" } ?? ""
             fail("the firmware loader\(name) did not answer within \(seconds) s after the reset into it (boot_mode 1): check that "
                 + "the application resets into the loader (CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot's firmware "
@@ -1104,7 +1109,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private func publicState(_ state: State) -> FirmwareUpgradeState {
         switch state {
         case .namingLoader: .resetIntoFirmwareLoader
-        case .reset(.enterFirmwareLoader) where device.mode == .firmwareLoader && !singleApp: .resetIntoFirmwareLoader
+        case .reset(.enterFirmwareLoader): .resetIntoFirmwareLoader
         case .idle: .none
         case .parameters: .requestMcuMgrParameters
         case .bootloaderInfo: .bootloaderInfo
@@ -1113,8 +1118,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case .eraseSettings: .eraseAppSettings
         case .writing(let writes):
             if case .some(.test) = writes.first { .test } else { .confirm }
-        case .reset(.resolveSecondary), .reset(.enterFirmwareLoader): .reset
-        case .reset(.install): .reset
+        case .reset(.resolveSecondary), .reset(.enterSerialRecovery), .reset(.install): .reset
         case .waitForSwap, .reconnecting, .verifying: .reconnect
         case .confirmingAfterReset: .confirm
         case .success: .success
