@@ -168,9 +168,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         var verified: String?
     }
 
-    /// The request last sent and how many more times a retriable failure may resend it.
-    private struct InFlight: Sendable, Hashable {
-        var request: Action
+    /// The request last sent, which a retriable failure resends, and how many more times it may.
+    private struct Resend: Sendable, Hashable {
+        var action: Action
         var retriesLeft: Int
     }
 
@@ -183,7 +183,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     var device = Device()
     var plan = Plan()
     var report = Report()
-    private var inFlight: InFlight?
+    private var resend: Resend?
     /// The instant of the last event that carried one: `imageListReceived` has none, and retries from it.
     var lastNow: SMPInstant = .zero
 
@@ -629,15 +629,15 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     mutating func request(_ action: Action) {
-        inFlight = InFlight(request: action, retriesLeft: configuration.maximumRetries)
+        resend = Resend(action: action, retriesLeft: configuration.maximumRetries)
         out.append(action)
     }
 
     private mutating func retry(_ retriable: Bool) -> Bool {
-        guard retriable, var inFlight, inFlight.retriesLeft > 0 else { return false }
-        inFlight.retriesLeft -= 1
-        self.inFlight = inFlight
-        out.append(inFlight.request)
+        guard retriable, var resend, resend.retriesLeft > 0 else { return false }
+        resend.retriesLeft -= 1
+        self.resend = resend
+        out.append(resend.action)
         return true
     }
 
