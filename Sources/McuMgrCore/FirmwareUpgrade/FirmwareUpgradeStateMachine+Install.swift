@@ -14,6 +14,8 @@ extension FirmwareUpgradeStateMachine {
         out.append(.upload(uploads, pipelineDepth: pipelineDepth, bufferSize: device.bufferSize))
     }
 
+    /// After the upload (or with nothing to upload): serial recovery's check, the settings erase, then the
+    /// end (upload only, SUIT), the reset (primary slot) or the state writes.
     mutating func afterUpload() {
         if singleApp, device.serialRecovery, report.recoveryCheck == nil, plan.targets.contains(where: \.needsUpload) {
             // The application cannot show its hash: read it from serial recovery before the reset.
@@ -96,6 +98,7 @@ extension FirmwareUpgradeStateMachine {
 
     static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.lowercaseHex }
 
+    /// After the state writes: the install reset when an image needs one and resets are on.
     mutating func afterWrites() {
         if plan.targets.contains(where: \.needsReset), !configuration.performReset {
             report.notes.append("not reset: the device installs the new images on its next reset")
@@ -109,6 +112,8 @@ extension FirmwareUpgradeStateMachine {
         }
     }
 
+    /// The image list after the install reset: each image must run the new hash; testAndConfirm then
+    /// confirms what runs on trial.
     mutating func verify(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
         if device.serialRecovery, !slots.contains(where: \.active), case .verifying(let deadline, _, _) = state {
             // Still (or again) in serial recovery: MCUboot has not booted the image yet, or refused it.

@@ -1,6 +1,7 @@
 /// Before the upload: the bootloader's flow, the plan for each image from the device's image list, and
 /// the reset into the firmware loader or serial recovery when the application cannot write its own slot.
 extension FirmwareUpgradeStateMachine {
+    /// The bootloader mode: the configuration's when it gives one, otherwise the device is asked.
     mutating func askBootloader() {
         if let override = configuration.bootloaderMode {
             device.mode = override
@@ -11,6 +12,7 @@ extension FirmwareUpgradeStateMachine {
         }
     }
 
+    /// Picks the flow for the bootloader mode, then reads the image list (a SUIT envelope goes up at once).
     mutating func chooseFlowAndValidate() {
         let suit = device.bootloaderName?.uppercased() == "SUIT" || images.contains { $0.contentType != .mcubootImage }
         switch device.mode {
@@ -51,6 +53,8 @@ extension FirmwareUpgradeStateMachine {
         }
     }
 
+    /// Plans each image number from the image list: upload or skip, which state write, whether it needs a
+    /// reset. A secondary slot held by another confirmed or pending image is cleared first, then validated again.
     mutating func validate(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
         if singleApp, !device.serialRecovery, !slots.contains(where: \.active) {
             // Single-app given, and the device lists its slots without `active`: MCUboot's serial recovery
