@@ -6,6 +6,10 @@
 /// driver answers each request action with the matching event. Time is an input: `waitUntil`
 /// arms the driver's single timer (a new one replaces the old) and the driver calls
 /// `timerFired(now:)` when it expires; stale timers are ignored.
+///
+/// This file holds the events and the plumbing; the steps before the upload are in
+/// `FirmwareUpgradeStateMachine+Validate.swift`, those from the upload on in `+Install.swift`. The
+/// machine's own state is internal rather than private only so those extensions reach it.
 public struct FirmwareUpgradeStateMachine: Sendable {
     /// What the driver must do.
     public enum Action: Sendable, Hashable {
@@ -52,21 +56,29 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case cancelled
     }
 
-    private enum Write: Sendable, Hashable {
+    enum Write: Sendable, Hashable {
         case test([UInt8])
         case confirm([UInt8])
     }
 
-    private enum ResetPurpose: Sendable, Hashable {
+    /// Why the device is reset: the flow the reset belongs to, and what follows the reconnect.
+    enum ResetPurpose: Sendable, Hashable {
         /// Install the uploaded images.
         case install
-        /// Reboot into the firmware loader before uploading.
+        /// Firmware-loader mode: reboot into the loader (boot_mode 1) before uploading; the loader answers
+        /// the reconnect, over Bluetooth LE as another peripheral.
         case enterFirmwareLoader
+        /// Single-application MCUboot: reboot into MCUboot's serial recovery (boot_mode 1) before uploading;
+        /// it answers on the application's port, and its image list comes first.
+        case enterSerialRecovery
         /// Let MCUboot boot a pending image that blocks the secondary slot (as ios-dm does).
         case resolveSecondary
     }
 
-    private enum State: Sendable, Hashable {
+    /// Where the upgrade is. Every reset (into the firmware loader or serial recovery, to install, to clear
+    /// a pending secondary slot) goes through the same reset, wait and reconnect states; their
+    /// `ResetPurpose` says which flow it belongs to.
+    enum State: Sendable, Hashable {
         case idle
         case parameters
         case bootloaderInfo
@@ -82,8 +94,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case reset(ResetPurpose)
         case waitForSwap(until: SMPInstant, ResetPurpose)
         case reconnecting(deadline: SMPInstant, retryAt: SMPInstant?, ResetPurpose)
-        /// Reading the image list after the install reset.
-        case verifying(deadline: SMPInstant, retryAt: SMPInstant?)
+        /// Reading the image list after the install reset. `recoveryAnswered`: serial recovery (not the
+        /// application) answered it, so MCUboot has not booted the image (yet): a timeout says so.
+        case verifying(deadline: SMPInstant, retryAt: SMPInstant?, recoveryAnswered: Bool = false)
         /// Single-application MCUboot: reading serial recovery's image list after the upload, before the
         /// reset (the application has no image group, so this is the last look at the hash in slot 0).
         case checkingRecovery
@@ -95,7 +108,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     /// How this bootloader mode installs an image.
-    private struct Flow: Sendable, Hashable {
+    struct Flow: Sendable, Hashable {
         enum SlotChoice: Sendable, Hashable { case secondary, inactive, primary }
         enum Writes: Sendable, Hashable { case asMode, confirmOnly, none }
         var slots: SlotChoice
@@ -106,7 +119,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     }
 
     /// The plan for one image number.
-    private struct Target: Sendable, Hashable {
+    struct Target: Sendable, Hashable {
         var image: FirmwareUpgradeImage
         var needsUpload: Bool
         var write: Write?
@@ -114,43 +127,76 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         var needsReset: Bool
     }
 
+    /// What the machine learned about the device it talks to. Filled in by the first phases (parameters,
+    /// bootloader info) and revised when serial recovery answers instead of the application.
+    struct Device: Sendable, Hashable {
+        /// The SMP buffer size the device reported; nil when unknown, or when the one answering now
+        /// (a firmware loader, serial recovery) is not the one that reported it.
+        var bufferSize: Int?
+        /// How many SMP buffers the device has (the upload's depth follows); nil when unknown.
+        var bufferCount: Int?
+        /// The bootloader's name from bootloader info (`"MCUboot"`, `"SUIT"`).
+        var bootloaderName: String?
+        /// The bootloader mode in use (from the device, the configuration, or unknown).
+        var mode: BootloaderMode = .unknown
+        /// The device answered from MCUboot's serial recovery (see `isSerialRecovery`): the images go to
+        /// slot 0 with no state writes.
+        var serialRecovery = false
+    }
+
+    /// What the machine decided to do: how the bootloader installs (chosen after bootloader info; serial
+    /// recovery replaces it), and what each image number needs (chosen by each validation).
+    struct Plan: Sendable, Hashable {
+        var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+        var targets: [Target] = []
+        /// Image numbers whose image the device already holds (reported as skipped).
+        var skipped: [Int] = []
+        /// How many more times validation may clear a secondary slot held by another image (confirm the
+        /// running image, or reset to boot the pending one) before giving up: it counts across validations.
+        var resolutionsLeft = 2
+    }
+
+    /// What the summary reports beyond the plan: the notes gathered on the way and what was done or checked.
+    struct Report: Sendable, Hashable {
+        var notes: [String] = []
+        var didReset = false
+        /// The settings erase ran (or failed and was tolerated); it runs once.
+        var settingsErased = false
+        /// What serial recovery's image list showed of slot 0 (single-application MCUboot), as a sentence part.
+        var recoveryCheck: String?
+        /// What was checked to know the device runs the new images (single-application MCUboot).
+        var verified: String?
+    }
+
+    /// The request last sent, which a retriable failure resends, and how many more times it may.
+    private struct Resend: Sendable, Hashable {
+        var action: Action
+        var retriesLeft: Int
+    }
+
     public private(set) var configuration: FirmwareUpgradeConfiguration
     /// The images to install, in upload order.
     public let images: [FirmwareUpgradeImage]
-    private var state: State = .idle
+    /// What the link carries; refined with the device's buffer count for the upload's depth.
+    let link: LinkLimits
+    var state: State = .idle
+    var device = Device()
+    var plan = Plan()
+    var report = Report()
+    private var resend: Resend?
+    /// The instant of the last event that carried one: `imageListReceived` has none, and retries from it.
+    var lastNow: SMPInstant = .zero
+
+    // The plumbing between events and the driver.
     private var published: FirmwareUpgradeState = .none
-    private var out: [Action] = []
+    var out: [Action] = []
     private var held: [Action] = []
     /// Whether the machine is paused (actions are held until `resume()`).
     public private(set) var isPaused = false
-    private var bufferSize: Int?
-    private var bufferCount: Int?
-    /// What the link carries; refined with `bufferCount` for the upload's depth.
-    private let link: LinkLimits
-    private var bootloaderName: String?
-    private var mode: BootloaderMode = .unknown
-    private var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
-    private var targets: [Target] = []
-    private var skipped: [Int] = []
-    private var notes: [String] = []
-    private var didReset = false
-    private var settingsErased = false
-    private var resolutionsLeft = 2
-    private var retriesLeft: Int
-    private var lastRequest: Action?
-    private var lastNow: SMPInstant = .zero
-    /// The device answered from MCUboot's serial recovery (see `isSerialRecovery`).
-    private var serialRecovery = false
-    /// What serial recovery's image list showed of slot 0 (single-application MCUboot), as a sentence part.
-    private var recoveryCheck: String?
-    /// What was checked to know the device runs the new images (single-application MCUboot).
-    private var verified: String?
-    /// After the install reset, serial recovery (not the application) answered the image list.
-    private var recoveryAnsweredAfterReset = false
 
     /// MCUboot's single-application mode: the application has no image group (Zephyr builds none there),
     /// so the upgrade goes through serial recovery (reset with boot_mode 1) and the hash is read there.
-    private var singleApp: Bool { mode == .singleApplication && !flow.suit }
+    var singleApp: Bool { device.mode == .singleApplication && !plan.flow.suit }
 
     /// A machine for these images (upload order: as given).
     /// - Parameter link: what the link to the device carries (the client's `linkLimits`): the upload's
@@ -163,19 +209,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         self.images = images
         self.configuration = configuration
         self.link = link
-        self.retriesLeft = configuration.maximumRetries
     }
 
     /// The current public state.
     public var currentState: FirmwareUpgradeState { published }
 
     /// The bootloader mode in use (from the device, the configuration, or unknown).
-    public var bootloaderMode: BootloaderMode { mode }
+    public var bootloaderMode: BootloaderMode { device.mode }
 
     /// Whether the device answered from MCUboot's serial recovery: no application runs, so it reports no
     /// bootloader info (rc 8) and no active slot (an empty image list when it holds no image). The images then go to their primary slot (slot 0
     /// of image 0), without test or confirm (MCUboot has neither: ENOTSUP), and a reset boots them.
-    public var isSerialRecovery: Bool { serialRecovery }
+    public var isSerialRecovery: Bool { device.serialRecovery }
 
     // MARK: - Events
 
@@ -195,8 +240,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// MCUmgr parameters arrived.
     public mutating func parametersReceived(bufferSize: Int, bufferCount: Int) -> [Action] {
         guard state == .parameters else { return [] }
-        self.bufferSize = bufferSize > 0 ? bufferSize : nil
-        self.bufferCount = bufferCount > 0 ? bufferCount : nil
+        device.bufferSize = bufferSize > 0 ? bufferSize : nil
+        device.bufferCount = bufferCount > 0 ? bufferCount : nil
         askBootloader()
         return flush()
     }
@@ -204,8 +249,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The device does not implement MCUmgr parameters (rc 8): no pipelining.
     public mutating func parametersUnsupported() -> [Action] {
         guard state == .parameters else { return [] }
-        bufferSize = nil
-        bufferCount = 1
+        device.bufferSize = nil
+        device.bufferCount = 1
         askBootloader()
         return flush()
     }
@@ -213,8 +258,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Bootloader info arrived: the name (`"MCUboot"`, `"SUIT"`) and the mode when reported.
     public mutating func bootloaderInfoReceived(name: String?, mode: BootloaderMode?) -> [Action] {
         guard state == .bootloaderInfo else { return [] }
-        bootloaderName = name
-        self.mode = mode ?? .unknown
+        device.bootloaderName = name
+        device.mode = mode ?? .unknown
         chooseFlowAndValidate()
         return flush()
     }
@@ -222,7 +267,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The device does not implement bootloader info: assume an MCUboot swap mode.
     public mutating func bootloaderInfoUnsupported() -> [Action] {
         guard state == .bootloaderInfo else { return [] }
-        mode = .unknown
+        device.mode = .unknown
         chooseFlowAndValidate()
         return flush()
     }
@@ -245,8 +290,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public mutating func imageListUnsupported(_ description: String, now: SMPInstant) -> [Action] {
         lastNow = now
         switch state {
-        case .validate where singleApp && !serialRecovery:
-            notes.append("the application has no image group (single-application MCUboot): reset into MCUboot's serial recovery to upload")
+        case .validate where singleApp && !device.serialRecovery:
+            report.notes.append("the application has no image group (single-application MCUboot): reset into MCUboot's serial recovery to upload")
             resetIntoRecovery()
         case .validate where singleApp:
             fail("after the reset into the bootloader (boot_mode 1) the device still answers the image list with rc 8 (\(description)): "
@@ -258,7 +303,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 + "through MCUboot's serial recovery")
         case .verifying where singleApp:
             // Serial recovery answers the image list; the single-application application does not.
-            verified = (recoveryCheck ?? "") + "after the reset the application answers the image list with rc 8 (it has no "
+            report.verified = (report.recoveryCheck ?? "") + "after the reset the application answers the image list with rc 8 (it has no "
                 + "image group; serial recovery would list its slots), so MCUboot booted slot 0 (a single-application MCUboot "
                 + "boots nothing else; the application cannot report its hash)"
             succeed()
@@ -333,7 +378,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The application settings were erased.
     public mutating func eraseSettingsDone() -> [Action] {
         guard state == .eraseSettings else { return [] }
-        settingsErased = true
+        report.settingsErased = true
         afterUpload()
         return flush()
     }
@@ -341,8 +386,8 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Erasing the application settings failed; tolerated (many devices do not implement it).
     public mutating func eraseSettingsFailed(_ description: String) -> [Action] {
         guard state == .eraseSettings else { return [] }
-        settingsErased = true
-        notes.append("erasing the application settings failed (\(description)); continued")
+        report.settingsErased = true
+        report.notes.append("erasing the application settings failed (\(description)); continued")
         afterUpload()
         return flush()
     }
@@ -360,7 +405,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         lastNow = now
         guard case .reset(let purpose) = state else { return [] }
         var wait = configuration.resetDelay
-        if purpose != .enterFirmwareLoader, flow.swapWait, configuration.estimatedSwapTime > wait {
+        if purpose == .install || purpose == .resolveSecondary, plan.flow.swapWait, configuration.estimatedSwapTime > wait {
             wait = configuration.estimatedSwapTime
         }
         let until = now + wait
@@ -373,18 +418,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     public mutating func reconnected() -> [Action] {
         guard case .reconnecting(let deadline, _, let purpose) = state else { return [] }
         switch purpose {
-        case .enterFirmwareLoader where singleApp:
+        case .enterSerialRecovery:
             // MCUboot's serial recovery: one buffer, its own size (the driver asks it). Its image list shows
             // what slot 0 holds (an image already there needs only the reset that boots it).
-            bufferSize = nil
-            bufferCount = 1
-            serialRecovery = true
+            device.bufferSize = nil
+            device.bufferCount = 1
+            device.serialRecovery = true
             go(.validate)
             request(.requestImageList)
         case .enterFirmwareLoader:
             // The loader (or MCUboot serial recovery) has its own, smaller buffer: one request at a time,
             // and the application's buffer size no longer applies (the driver asks the loader).
-            bufferSize = nil
+            device.bufferSize = nil
             startUpload(pipelineDepth: 1)
         case .resolveSecondary:
             go(.validate)
@@ -405,14 +450,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             return []
         case .parameters:
             if !retry(retriable) {
-                notes.append("MCUmgr parameters unavailable (\(description)); uploading without pipelining")
-                bufferSize = nil
-                bufferCount = 1
+                report.notes.append("MCUmgr parameters unavailable (\(description)); uploading without pipelining")
+                device.bufferSize = nil
+                device.bufferCount = 1
                 askBootloader()
             }
         case .bootloaderInfo:
             if !retry(retriable) {
-                mode = .unknown
+                device.mode = .unknown
                 chooseFlowAndValidate()
             }
         case .eraseSettings:
@@ -422,7 +467,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 // Over serial or UDP the name does not matter; over Bluetooth LE the loader then advertises the
                 // name it was built with (the fw_loader sample's CONFIG_BT_DEVICE_NAME "FW loader").
                 let name = configuration.firmwareLoaderName ?? ""
-                notes.append("the application did not store the firmware loader's advertising name \"\(name)\" (\(description)), "
+                report.notes.append("the application did not store the firmware loader's advertising name \"\(name)\" (\(description)), "
                     + "so over Bluetooth LE the loader advertises the name it was built with (\"\(name)\" was looked for)")
                 go(.reset(.enterFirmwareLoader))
                 request(.reset(.bootloader))
@@ -438,18 +483,18 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 state = .reconnecting(deadline: deadline, retryAt: at, purpose)
                 out.append(.waitUntil(at))
             }
-        case .verifying(let deadline, _):
+        case .verifying(let deadline, _, let recoveryAnswered):
             if now >= deadline {
                 failNotBack()
             } else {
                 let at = min(now + configuration.retryInterval, deadline)
-                state = .verifying(deadline: deadline, retryAt: at)
+                state = .verifying(deadline: deadline, retryAt: at, recoveryAnswered: recoveryAnswered)
                 out.append(.waitUntil(at))
             }
         case .upload(let remaining):
             let which = remaining.first.map { "image \($0)" } ?? "the image"
             var hint = ""
-            if mode == .firmwareLoader, !singleApp {
+            if device.mode == .firmwareLoader {
                 // Over serial or UDP an application that ignores boot_mode 1 answers in its loader's place, and
                 // refuses to write its own slot.
                 hint = " If the application answered instead of its firmware loader, it ignores the reset into the loader "
@@ -506,11 +551,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             } else {
                 return []
             }
-        case .verifying(let deadline, let retryAt):
+        case .verifying(let deadline, let retryAt, let recoveryAnswered):
             if now >= deadline {
                 failNotBack()
             } else if let retryAt, now >= retryAt {
-                state = .verifying(deadline: deadline, retryAt: nil)
+                state = .verifying(deadline: deadline, retryAt: nil, recoveryAnswered: recoveryAnswered)
                 out.append(.requestImageList)
                 out.append(.waitUntil(deadline))
             } else {
@@ -566,452 +611,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Whether the upgrade is over (success, failed or cancelled).
     public var isTerminal: Bool { state == .success || state == .failed || state == .cancelled }
 
-    // MARK: - Steps
-
-    private mutating func askBootloader() {
-        if let override = configuration.bootloaderMode {
-            mode = override
-            chooseFlowAndValidate()
-        } else {
-            go(.bootloaderInfo)
-            request(.requestBootloaderInfo)
-        }
-    }
-
-    private mutating func chooseFlowAndValidate() {
-        let suit = bootloaderName?.uppercased() == "SUIT" || images.contains { $0.contentType != .mcubootImage }
-        switch mode {
-        case _ where suit:
-            flow = Flow(slots: .secondary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: true)
-        case .directXIPWithoutRevert:
-            flow = Flow(slots: .inactive, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
-        case .directXIPWithRevert:
-            flow = Flow(slots: .inactive, writes: .asMode, swapWait: false, resetIntoLoaderFirst: false, suit: false)
-        case .ramLoad:
-            flow = Flow(slots: .inactive, writes: .confirmOnly, swapWait: false, resetIntoLoaderFirst: false, suit: false)
-            notes.append("RAM load: no revert, so test modes behave like confirm (unverified against hardware)")
-        case .overwrite:
-            flow = Flow(slots: .secondary, writes: .confirmOnly, swapWait: true, resetIntoLoaderFirst: false, suit: false)
-            if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
-                notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
-            }
-        case .firmwareLoader, .singleApplication:
-            // One application slot: the running application cannot overwrite itself, so the upload goes to
-            // the firmware loader or MCUboot serial recovery (reset with boot_mode 1), then a normal reset.
-            flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
-        case .singleSlotRAMLoad:
-            flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
-        default:
-            flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
-        }
-        let testing = configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm
-        if testing, !flow.suit, mode == .directXIPWithoutRevert || flow.resetIntoLoaderFirst {
-            notes.append("\(mode.detailedName) cannot test-boot an image: the new image is permanent once it boots")
-        }
-        if flow.suit {
-            // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
-            targets = images.map { Target(image: $0, needsUpload: true, write: nil, needsReset: false) }
-            startUpload(pipelineDepth: pipelineDepth)
-        } else {
-            go(.validate)
-            request(.requestImageList)
-        }
-    }
-
-    private mutating func validate(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
-        if singleApp, !serialRecovery, !slots.contains(where: \.active) {
-            // Single-app given, and the device lists its slots without `active`: MCUboot's serial recovery
-            // already answers (a reset from there would boot the application instead).
-            bufferSize = nil
-            bufferCount = 1
-            serialRecovery = true
-            notes.append("the device already answers from MCUboot's serial recovery: the image goes to slot 0 without another reset")
-        }
-        if singleApp, serialRecovery, slots.contains(where: \.active) {
-            // An application flags its running slot; MCUboot's serial recovery never does.
-            fail("after the reset into the bootloader (boot_mode 1) the application answered again (its image list has an "
-                + "active slot), not MCUboot's serial recovery. The application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and "
-                + "MCUboot serial recovery with boot-mode entry (or enter recovery by hand), then run the upgrade again")
-            return
-        }
-        if !slots.contains(where: \.active), !serialRecovery, !flow.suit, configuration.bootloaderMode == nil,
-            bootloaderName == nil, mode == .unknown
-        {
-            enterSerialRecovery()
-        }
-        var plan: [Target] = []
-        skipped = []
-        var numbers: [Int] = []
-        for image in images where !numbers.contains(image.image) { numbers.append(image.image) }
-        for number in numbers {
-            let candidates = images.filter { $0.image == number }
-            let listed = slots.filter { $0.image == number }
-            if serialRecovery {
-                // MCUboot writes the primary slot; an image already there needs only the reset that boots it.
-                let image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
-                let present = listed.contains { $0.slot == 0 && $0.hash == image.hash }
-                if present { skipped.append(number) }
-                if present, singleApp {
-                    recoveryCheck = "MCUboot's serial recovery listed slot 0 with the package's hash (nothing to upload); "
-                }
-                plan.append(Target(image: image, needsUpload: !present, write: nil, needsReset: true))
-                continue
-            }
-            let active = Self.runningSlot(in: listed)
-            // Already running?
-            if let active, let running = candidates.first(where: { $0.hash == active.hash }) {
-                skipped.append(number)
-                if !active.confirmed, wantsConfirm, flow.writes != .none {
-                    plan.append(Target(image: running, needsUpload: false, write: .confirm(Array(running.hash)), needsReset: false))
-                }
-                continue
-            }
-            let image: FirmwareUpgradeImage
-            let targetSlot: Int
-            switch flow.slots {
-            case .inactive:
-                let activeSlot = active?.slot ?? 0
-                if let pick = candidates.first(where: { $0.slot != nil && $0.slot != activeSlot }) {
-                    image = pick
-                } else if let unknown = candidates.first(where: { $0.slot == nil }) {
-                    // A bare image: RAM load copies it anywhere; Direct-XIP runs it in place.
-                    image = unknown
-                    if mode.isDirectXIP {
-                        notes.append("image \(number): the package does not say which slot the build is linked for; it went to slot "
-                            + "\(1 - activeSlot), where Direct-XIP runs it only if it is linked for that slot (the "
-                            + "dfu_application.zip with both builds picks the right one)")
-                    }
-                } else {
-                    fail("image \(number): the package only has the build for slot \(activeSlot), which is running; "
-                        + "\(mode.detailedName) needs the build linked for slot \(1 - activeSlot) — use the package with both slots")
-                    return
-                }
-                targetSlot = 1 - activeSlot
-            case .secondary:
-                image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
-                targetSlot = 1
-            case .primary:
-                plan.append(Target(image: candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0], needsUpload: true, write: nil, needsReset: true))
-                continue
-            }
-            var target = Target(image: image, needsUpload: true, write: initialWrite(for: image), needsReset: true)
-            if let other = listed.first(where: { $0.slot == targetSlot }) {
-                if other.hash == image.hash {
-                    target.needsUpload = false
-                    skipped.append(number)
-                    if other.permanent {
-                        if configuration.upgradeMode == .testOnly, flow.writes == .asMode {
-                            fail("image \(number) is already in slot \(targetSlot) and confirmed; it cannot be made test-only. "
-                                + "Use confirmOnly, or reset the device to install it")
-                            return
-                        }
-                        target.write = nil
-                    } else if other.pending {
-                        if case .test = target.write { target.write = nil }
-                    }
-                } else if other.confirmed || other.pending {
-                    guard resolutionsLeft > 0 else {
-                        fail("image \(number): slot \(targetSlot) still holds another image marked "
-                            + "\(other.confirmed ? "confirmed" : "pending"). Erase it (`smp image erase`) or reset the device, then run the upgrade again")
-                        return
-                    }
-                    resolutionsLeft -= 1
-                    if other.confirmed, let runningHash = active?.hash, !runningHash.isEmpty {
-                        // As ios-dm: confirm the running image so the confirmed secondary can be overwritten.
-                        go(.resolvingSecondary)
-                        request(.confirmImage(hash: Array(runningHash)))
-                    } else if !configuration.performReset {
-                        fail("image \(number): slot \(targetSlot) holds another image marked pending, and resets are off: "
-                            + "reset the device (`smp os reset`) or erase the slot (`smp image erase`), then run the upgrade again")
-                        return
-                    } else {
-                        // As ios-dm: reset so MCUboot boots the pending image, then validate again.
-                        notes.append("image \(number): slot \(targetSlot) held another pending image; reset the device to clear it")
-                        go(.reset(.resolveSecondary))
-                        didReset = true
-                        request(.reset(.normal))
-                    }
-                    return
-                }
-            }
-            plan.append(target)
-        }
-        targets = plan
-        if targets.isEmpty {
-            succeed()
-            return
-        }
-        if targets.contains(where: \.needsUpload) {
-            if flow.resetIntoLoaderFirst, !serialRecovery {
-                enterFirmwareLoader()
-            } else {
-                startUpload(pipelineDepth: pipelineDepth)
-            }
-        } else {
-            afterUpload()
-        }
-    }
-
-    /// Firmware-loader mode: the application cannot write its own slot, so the device reboots into the
-    /// loader (os reset with boot_mode 1: zephyr os_mgmt `_OS_RESET_BOOT_MODE`; Nordic's iOS library's
-    /// `resetIntoFirmwareLoader`), after storing the name the loader advertises when one is configured.
-    private mutating func enterFirmwareLoader() {
-        if mode == .firmwareLoader, let name = configuration.firmwareLoaderName {
-            go(.namingLoader)
-            request(.setFirmwareLoaderName(name))
-        } else {
-            go(.reset(.enterFirmwareLoader))
-            request(.reset(.bootloader))
-        }
-    }
-
-    /// The action that reaches the device after a reset for `purpose`: the firmware loader after the reset
-    /// into it (firmware-loader mode), the application otherwise (serial recovery answers like the
-    /// application: on the same port, and MCUboot's serial recovery has no Bluetooth).
-    private func reconnectAction(_ purpose: ResetPurpose) -> Action {
-        guard purpose == .enterFirmwareLoader, mode == .firmwareLoader, !singleApp else { return .reconnect }
-        return .reconnectToFirmwareLoader(name: configuration.firmwareLoaderName)
-    }
-
-    /// Single-application MCUboot: reboot into serial recovery (boot_mode 1); the reconnect reads its image list.
-    private mutating func resetIntoRecovery() {
-        if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
-            notes.append("single-application MCUboot cannot test-boot an image: the new image is permanent once it boots")
-        }
-        go(.reset(.enterFirmwareLoader))
-        request(.reset(.bootloader))
-    }
-
-    /// Serial recovery's image list after the upload: slot 0 should hold the uploaded hash. Another hash
-    /// there fails the upgrade. No image listed is tolerated: the real MCUboot (mps2 build under QEMU), when
-    /// it started without a bootable image, lists nothing in slot 0 right after a recovery upload (entered
-    /// from its application with boot_mode 1 it lists the new hash), and a reset boots the image all the
-    /// same; the check then rests on the application answering after the reset.
-    private mutating func checkRecovery(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
-        var checked: [String] = []
-        var unlisted: [Int] = []
-        for target in targets where target.needsUpload {
-            let number = target.image.image
-            guard let slot0 = slots.first(where: { $0.image == number && $0.slot == 0 }), let slot0Hash = slot0.hash,
-                !slot0Hash.isEmpty
-            else {
-                unlisted.append(number)
-                continue
-            }
-            guard slot0Hash == target.image.hash else {
-                fail("after the upload MCUboot's serial recovery lists slot 0 of image \(number) with another hash "
-                    + "(\(Self.hex(slot0Hash))), not the uploaded one: the upload did not check out. Check the image is built "
-                    + "and signed for this board, then run the upgrade again")
-                return
-            }
-            checked.append("image \(number): \(Self.hex(target.image.hash))")
-        }
-        var text = ""
-        if !checked.isEmpty {
-            text = "before the reset MCUboot's serial recovery listed slot 0 with the uploaded hash (" + checked.joined(separator: ", ") + "); "
-        }
-        if !unlisted.isEmpty {
-            let which = unlisted.map { "image \($0)" }.joined(separator: ", ")
-            text += "serial recovery listed no image in slot 0 of \(which) right after the upload (MCUboot may list it only "
-                + "after a reboot), so that hash was not read back; "
-            notes.append("MCUboot's serial recovery did not list the uploaded image right after the upload; the hash was not read back")
-        }
-        recoveryCheck = text
-        afterUpload()
-    }
-
-    private static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.lowercaseHex }
-
-    /// An application always flags the slot it runs from `active`; MCUboot's serial recovery lists its
-    /// slots without that flag (an empty list when it holds no image, as the mps2 build without its
-    /// application) and has no bootloader info: upload to the primary slot, no state writes, reset.
-    private mutating func enterSerialRecovery() {
-        serialRecovery = true
-        flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
-        notes.append("the device answers from MCUboot's serial recovery (no application runs: no bootloader info, "
-            + "no active slot): the image goes to slot 0 (the primary slot) with no test or confirm, which "
-            + "MCUboot does not have; the reset boots it")
-        if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
-            notes.append("serial recovery cannot test-boot an image: the new image is permanent once it boots")
-        }
-    }
-
-    private var wantsConfirm: Bool {
-        configuration.upgradeMode == .confirmOnly || configuration.upgradeMode == .testAndConfirm
-    }
-
-    private mutating func initialWrite(for image: FirmwareUpgradeImage) -> Write? {
-        let hash = Array(image.hash)
-        switch (flow.writes, configuration.upgradeMode) {
-        case (.none, _), (_, .uploadOnly): return nil
-        case (.confirmOnly, _), (.asMode, .confirmOnly): return .confirm(hash)
-        case (.asMode, .testAndConfirm) where image.image != 0:
-            // Zephyr refuses to confirm an image other than the running application's once it runs
-            // (IMAGE_CONFIRMATION_DENIED unless CONFIG_MCUMGR_GRP_IMG_ALLOW_CONFIRM_NON_ACTIVE_IMAGE_ANY),
-            // so it would revert on the next reset: confirm it now; the application image runs on trial.
-            notes.append("image \(image.image) was confirmed before the reset: devices refuse to confirm it once it runs; "
-                + "only the application image (0) was test-booted")
-            return .confirm(hash)
-        case (.asMode, .testAndConfirm), (.asMode, .testOnly): return .test(hash)
-        }
-    }
-
-    /// The link's window for the device's buffers (one buffer when it did not say, unless a depth was
-    /// asked for) and the configuration's `pipelineDepth` (`LinkLimits.refined`).
-    private var pipelineDepth: Int {
-        let wanted = configuration.pipelineDepth
-        return link.refined(deviceBufferCount: bufferCount ?? (wanted == nil ? 1 : nil), requestedWindow: wanted).window
-    }
-
-    private mutating func startUpload(pipelineDepth: Int) {
-        let uploads = targets.filter(\.needsUpload).map(\.image)
-        go(.upload(remaining: uploads.map(\.image)))
-        out.append(.upload(uploads, pipelineDepth: pipelineDepth, bufferSize: bufferSize))
-    }
-
-    private mutating func afterUpload() {
-        if singleApp, serialRecovery, recoveryCheck == nil, targets.contains(where: \.needsUpload) {
-            // The application cannot show its hash: read it from serial recovery before the reset.
-            go(.checkingRecovery)
-            request(.requestImageList)
-            return
-        }
-        if configuration.eraseAppSettings, !settingsErased, targets.contains(where: \.needsUpload) {
-            go(.eraseSettings)
-            request(.eraseAppSettings)
-            return
-        }
-        if configuration.upgradeMode == .uploadOnly || flow.suit {
-            if serialRecovery, configuration.upgradeMode == .uploadOnly {
-                notes.append("the device stays in serial recovery until it is reset (`smp os reset`), then boots the new image")
-            } else if flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
-                notes.append("the device stays in its firmware loader until it is reset (`smp os reset`), then runs the new image")
-            }
-            succeed()
-            return
-        }
-        if flow.slots == .primary, flow.resetIntoLoaderFirst || targets.contains(where: \.needsUpload) {
-            // Firmware loader / single slot: the upload went straight to the primary slot.
-            guard configuration.performReset else {
-                notes.append("not reset: the device starts the new image on its next reset")
-                succeed()
-                return
-            }
-            go(.reset(.install))
-            didReset = true
-            request(.reset(.normal))
-            return
-        }
-        let writes = targets.compactMap(\.write)
-        if writes.isEmpty {
-            afterWrites()
-        } else {
-            go(.writing(writes))
-            request(action(for: writes[0]))
-        }
-    }
-
-    private mutating func afterWrites() {
-        if targets.contains(where: \.needsReset), !configuration.performReset {
-            notes.append("not reset: the device installs the new images on its next reset")
-            succeed()
-        } else if targets.contains(where: \.needsReset) {
-            go(.reset(.install))
-            didReset = true
-            request(.reset(.normal))
-        } else {
-            succeed()
-        }
-    }
-
-    private mutating func verify(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
-        if serialRecovery, !slots.contains(where: \.active), case .verifying(let deadline, _) = state {
-            recoveryAnsweredAfterReset = true
-            // Still (or again) in serial recovery: MCUboot has not booted the image yet, or refused it.
-            if lastNow < deadline {
-                let at = min(lastNow + configuration.retryInterval, deadline)
-                state = .verifying(deadline: deadline, retryAt: at)
-                out.append(.waitUntil(at))
-            } else {
-                failStillInRecovery()
-            }
-            return
-        }
-        var toConfirm: [[UInt8]] = []
-        for target in targets where target.needsReset {
-            let number = target.image.image
-            let listed = slots.filter { $0.image == number }
-            if listed.isEmpty {
-                notes.append("image \(number) is not in the device's image list after the reset; its installation could not be checked")
-                continue
-            }
-            guard let running = Self.runningSlot(in: listed), running.hash == target.image.hash else {
-                let slotHint = flow.slots == .inactive ? target.image.slot.map { "slot \($0)" } ?? "the slot it went to" : "this slot"
-                fail("image \(number): the device booted the old image: the new one was rejected by MCUboot — "
-                    + "check the signing key / image for \(slotHint)"
-                    + (mode == .directXIPWithoutRevert ? " (Direct-XIP boots the higher version: check the new version is higher)" : ""))
-                return
-            }
-            switch (flow.writes, configuration.upgradeMode) {
-            case (.asMode, .testAndConfirm):
-                if !running.confirmed { toConfirm.append(Array(target.image.hash)) }
-            case (.asMode, .testOnly):
-                if running.confirmed {
-                    notes.append("image \(number) is already confirmed after the test boot (the application may confirm itself)")
-                }
-            case (.asMode, .confirmOnly), (.confirmOnly, _):
-                if !running.confirmed {
-                    fail("image \(number) runs but is not confirmed: MCUboot will revert it on the next reset. "
-                        + "Confirm it with `smp image confirm`")
-                    return
-                }
-            default:
-                break
-            }
-        }
-        if singleApp, serialRecovery {
-            verified = (recoveryCheck ?? "") + "after the reset the application's image list shows the uploaded hash running"
-        }
-        if toConfirm.isEmpty {
-            succeed()
-        } else {
-            go(.confirmingAfterReset(toConfirm))
-            request(.confirmImage(hash: toConfirm[0]))
-        }
-    }
-
-    private mutating func failStillInRecovery() {
-        fail("the device is still in MCUboot's serial recovery after the reset (its image list has no active slot): MCUboot did "
-            + "not boot the new image. Check that it is signed with the key MCUboot expects and built for this board")
-    }
-
-    private mutating func failNotBack() {
-        if recoveryAnsweredAfterReset, case .verifying = state {
-            failStillInRecovery()
-            return
-        }
-        let seconds = Int(configuration.reconnectTimeout.seconds.rounded())
-        if case .reconnecting(_, _, .enterFirmwareLoader) = state, mode == .firmwareLoader, !singleApp {
-            let name = configuration.firmwareLoaderName.map { " (advertising \"\($0)\" over Bluetooth LE)" } ?? ""
-            fail("the firmware loader\(name) did not answer within \(seconds) s after the reset into it (boot_mode 1): check that "
-                + "the application resets into the loader (CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot's firmware "
-                + "loader entrance by boot mode), give the name the loader advertises with --loader-name, or raise the "
-                + "reconnect timeout")
-            return
-        }
-        fail("the device did not come back within \(seconds) s after the reset: check it is powered and on the same "
-            + "port or address; if the swap takes longer, raise estimatedSwapTime or the reconnect timeout")
-    }
-
     // MARK: - Helpers
 
-    /// The slot an image runs from: the one flagged active; when none is (older Zephyr flags only the
-    /// running application's image, so a network core's image has no active slot), its primary slot.
-    private static func runningSlot(in listed: [McuMgrImageStateResponse.ImageSlot]) -> McuMgrImageStateResponse.ImageSlot? {
-        listed.first { $0.active } ?? listed.first { $0.slot == 0 }
-    }
-
-    private func action(for write: Write) -> Action {
+    func action(for write: Write) -> Action {
         switch write {
         case .test(let hash): .testImage(hash: hash)
         case .confirm(let hash): .confirmImage(hash: hash)
@@ -1026,41 +628,41 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         images.first { Array($0.hash) == hash }?.image ?? 0
     }
 
-    private mutating func request(_ action: Action) {
-        lastRequest = action
-        retriesLeft = configuration.maximumRetries
+    mutating func request(_ action: Action) {
+        resend = Resend(action: action, retriesLeft: configuration.maximumRetries)
         out.append(action)
     }
 
     private mutating func retry(_ retriable: Bool) -> Bool {
-        guard retriable, retriesLeft > 0, let lastRequest else { return false }
-        retriesLeft -= 1
-        out.append(lastRequest)
+        guard retriable, var resend, resend.retriesLeft > 0 else { return false }
+        resend.retriesLeft -= 1
+        self.resend = resend
+        out.append(resend.action)
         return true
     }
 
-    private mutating func succeed() {
-        let uploaded = targets.filter(\.needsUpload).map(\.image.image)
-        if singleApp, verified == nil, let recoveryCheck {
+    mutating func succeed() {
+        let uploaded = plan.targets.filter(\.needsUpload).map(\.image.image)
+        if singleApp, report.verified == nil, let recoveryCheck = report.recoveryCheck {
             // Ended before the application could answer (upload-only, no reset).
-            verified = recoveryCheck + "the device was not reset: MCUboot boots slot 0 on the next reset"
+            report.verified = recoveryCheck + "the device was not reset: MCUboot boots slot 0 on the next reset"
         }
         var summary = FirmwareUpgradeSummary(
-            mode: configuration.upgradeMode, bootloaderMode: mode, uploadedImages: uploaded,
-            skippedImages: skipped, didReset: didReset, notes: notes)
-        summary.serialRecovery = serialRecovery
-        summary.verified = verified
+            mode: configuration.upgradeMode, bootloaderMode: device.mode, uploadedImages: uploaded,
+            skippedImages: plan.skipped, didReset: report.didReset, notes: report.notes)
+        summary.serialRecovery = device.serialRecovery
+        summary.verified = report.verified
         go(.success)
         out.append(.finished(summary))
     }
 
-    private mutating func fail(_ message: String) {
+    mutating func fail(_ message: String) {
         let failure = FirmwareUpgradeFailure(state: published, message: message)
         go(.failed)
         out.append(.failed(failure))
     }
 
-    private mutating func go(_ next: State) {
+    mutating func go(_ next: State) {
         state = next
         let now = publicState(next)
         if now != published {
@@ -1072,7 +674,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private func publicState(_ state: State) -> FirmwareUpgradeState {
         switch state {
         case .namingLoader: .resetIntoFirmwareLoader
-        case .reset(.enterFirmwareLoader) where mode == .firmwareLoader && !singleApp: .resetIntoFirmwareLoader
+        case .reset(.enterFirmwareLoader): .resetIntoFirmwareLoader
         case .idle: .none
         case .parameters: .requestMcuMgrParameters
         case .bootloaderInfo: .bootloaderInfo
@@ -1081,8 +683,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case .eraseSettings: .eraseAppSettings
         case .writing(let writes):
             if case .some(.test) = writes.first { .test } else { .confirm }
-        case .reset(.resolveSecondary), .reset(.enterFirmwareLoader): .reset
-        case .reset(.install): .reset
+        case .reset(.resolveSecondary), .reset(.enterSerialRecovery), .reset(.install): .reset
         case .waitForSwap, .reconnecting, .verifying: .reconnect
         case .confirmingAfterReset: .confirm
         case .success: .success
