@@ -43,6 +43,10 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
     let rule = ManagerTestBox<(@Sendable (SMPPacket) -> ManagerTapAction)?>(nil)
     /// Whether the link says the pieces of a frame may arrive out of order (as Bluetooth LE over EATT).
     let piecesArriveOutOfOrder = ManagerTestBox(false)
+    /// Answers held back (see `holdAnswers(to:untilInFlight:)`).
+    private let gate = ManagerTestBox<
+        (command: (McuMgrGroup, McuMgrCommand)?, inFlight: Int, passing: Int, held: [McuMgrTransportEvent])
+    >((nil, 0, 0, []))
 
     struct TapState {
         var sent: [SMPPacket] = []
@@ -83,15 +87,52 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
 
     func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
         state.withValue { $0.handler = handler }
-        try await inner.open { [state] event in
-            if case .packet(let bytes) = event, let packet = try? SMPPacket(decoding: bytes) {
-                state.withValue {
-                    $0.received.append(packet)
-                    $0.inFlight = max(0, $0.inFlight - 1)
+        try await inner.open { [self] event in
+            if case .packet(let bytes) = event, let header = try? SMPPacket(decoding: bytes).header {
+                let first = gate.withValue { gate -> Bool? in
+                    guard let command = gate.command, command == (header.group, header.command) else { return nil }
+                    if gate.passing > 0 {
+                        gate.passing -= 1
+                        return nil
+                    }
+                    gate.held.append(event)
+                    return gate.held.count == 1
+                }
+                if let first {
+                    if first { DispatchQueue.global().asyncAfter(deadline: .now() + 5) { [self] in releaseHeld() } }
+                    return
                 }
             }
-            handler(event)
+            deliver(event)
         }
+    }
+
+    /// Holds back the answers to `command`, after the first `passing` of them, until `count` requests are
+    /// in flight, once (or for at most 5 s, so that a client that never sends that many fails its test
+    /// instead of hanging): a test of a window then does not depend on the client sending its next request
+    /// before the device's answer to the one before comes back, which a loaded machine can reverse.
+    func holdAnswers(to command: (McuMgrGroup, McuMgrCommand), passing: Int = 0, untilInFlight count: Int) {
+        gate.withValue { $0 = (command, count, passing, []) }
+    }
+
+    /// Hands an event from the device to the client, counting answers.
+    private func deliver(_ event: McuMgrTransportEvent) {
+        if case .packet(let bytes) = event, let packet = try? SMPPacket(decoding: bytes) {
+            state.withValue {
+                $0.received.append(packet)
+                $0.inFlight = max(0, $0.inFlight - 1)
+            }
+        }
+        state.current.handler?(event)
+    }
+
+    /// Ends holding answers back and delivers the held ones, in order.
+    private func releaseHeld() {
+        let events = gate.withValue { gate in
+            defer { gate = (nil, 0, 0, []) }
+            return gate.held
+        }
+        for event in events { deliver(event) }
     }
 
     func send(_ bytes: [UInt8]) throws {
@@ -99,12 +140,16 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
         let action = rule.current?(packet) ?? .forward(bytes)
         switch action {
         case .forward(let out):
-            state.withValue {
+            let inFlight = state.withValue {
                 $0.sent.append((try? SMPPacket(decoding: out)) ?? packet)
                 $0.inFlight += 1
                 $0.maximumInFlight = max($0.maximumInFlight, $0.inFlight)
+                return $0.inFlight
             }
             try inner.send(out)
+            if gate.withValue({ $0.command != nil && inFlight >= $0.inFlight }) {
+                DispatchQueue.global().async { [self] in releaseHeld() }
+            }
         case .drop:
             state.withValue { $0.sent.append(packet) }
         case .loseAnswer:

@@ -142,6 +142,8 @@ import TestSupport
                 $0.initialFiles = ["/lfs1/long.bin": bytes]
             }
             let received = Received(rig.device)
+            // The first read goes alone (it learns the file's length); the next ones fill the window.
+            rig.tap.holdAnswers(to: (.fileSystem, McuMgrCommand(0)), passing: 1, untilInFlight: 3)
             let local = directory.appendingPathComponent("long-\(run).bin")
             let result = try await FileSystemManager(client: rig.client).download("/lfs1/long.bin", to: local)
             #expect(result.verification == .sha256)
