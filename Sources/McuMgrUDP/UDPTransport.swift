@@ -8,7 +8,6 @@ import McuManager
 import McuMgrCore
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 
 /// SMP over UDP (IPv4 or IPv6): one packet per datagram, retransmission keyed on sequence number,
 /// duplicate answers ignored by the session.
@@ -81,25 +80,14 @@ public final class UDPTransport: McuMgrTransport {
     /// above the round trips of LANs and of most low-power mesh links.
     public static var initialRetransmit: Duration { .milliseconds(250) }
 
-    private let group: any EventLoopGroup
-    private let state = NIOLockedValueBox<Link?>(nil)
+    /// The open socket's link: a thread of its own reads the device's datagrams (as the Bluetooth LE
+    /// sockets are read: no event loop to start and register with, which cost a command about a
+    /// millisecond before its first request and another at its end); requests go out with one send(2) on
+    /// the caller's thread, and only when the socket buffer is full through that thread.
+    private let link = NIOLockedValueBox<PacketSocketLink?>(nil)
 
-    /// The open socket. NIO owns `channel` (and reads through it); `sendDescriptor` is our own duplicate of
-    /// the same connected socket, so requests go out with one send(2) on the caller's thread instead of a
-    /// hop onto the event loop per datagram. It is closed under the lock, so a send never reaches a
-    /// descriptor number the system has handed out again.
-    private struct Link {
-        var channel: any Channel
-        var remote: SocketAddress
-        var sendDescriptor: CInt
-        /// Datagrams handed to the channel (the socket buffer was full) and not yet written: later ones
-        /// take the same path so they stay in order.
-        var channelWrites = 0
-    }
-
-    public init(configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    public init(configuration: Configuration) {
         self.configuration = configuration
-        self.group = group
     }
 
     public func open(_ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws {
@@ -114,54 +102,60 @@ public final class UDPTransport: McuMgrTransport {
             throw McuMgrError(
                 .transport, "cannot resolve \(configuration.host): \(error); check the host name or use an address literal")
         }
-        releaseLink()?.close(promise: nil)
-        let inbound = DatagramInboundHandler(remote: remote, name: name, handler: handler)
-        // A connected socket hears ICMP "port unreachable" (ECONNREFUSED) and ignores other senders.
+        link.withLockedValue { link in
+            link?.close()
+            link = nil
+        }
+        // A connected socket hears ICMP "port unreachable" (ECONNREFUSED) and takes datagrams from the
+        // device's address only.
         let socket = try Self.connectedSocket(to: remote, name: name)
-        let sendDescriptor: CInt
-        do throws(SystemCallError) {
-            sendDescriptor = try SystemCall.duplicate(socket)
+        let name = self.name
+        let codec = NIOLockedValueBox(DatagramCodec())
+        let opened: PacketSocketLink
+        do {
+            opened = try PacketSocketLink(
+                readFD: socket, writeFD: socket, receiveSize: Self.receiveCapacity(mtu: configuration.mtu),
+                emptyPacketEnds: false,
+                onPacket: { datagram in
+                    for event in codec.withLockedValue({ $0.decode(datagram) }) {
+                        switch event {
+                        case .packet(let packet): handler(.packet(packet))
+                        case .dropped(let drop): handler(.dropped(drop))
+                        }
+                    }
+                },
+                onClose: { end in handler(.closed(McuMgrError(.transport, Self.message(for: end, name: name)))) })
         } catch {
             SystemCall.close(socket)
             throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
         }
-        do {
-            let channel = try await DatagramBootstrap(group: group)
-                .channelOption(
-                    ChannelOptions.recvAllocator,
-                    value: FixedSizeRecvByteBufferAllocator(capacity: Self.receiveCapacity(mtu: configuration.mtu)))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(inbound)
-                    }
-                }
-                .withBoundSocket(socket).get()
-            state.withLockedValue { $0 = Link(channel: channel, remote: remote, sendDescriptor: sendDescriptor) }
-            // However the channel ends (a read error, the device refusing), our duplicate goes with it.
-            channel.closeFuture.whenComplete { [state] _ in
-                state.withLockedValue { link in
-                    guard let current = link, current.channel === channel else { return }
-                    SystemCall.close(current.sendDescriptor)
-                    link = nil
-                }
-            }
-        } catch {
-            SystemCall.close(sendDescriptor)
-            throw McuMgrError(.transport, "cannot open a UDP socket for \(name): \(error)")
+        link.withLockedValue { $0 = opened }
+    }
+
+    /// What ended the link, for the user.
+    static func message(for end: PacketSocketLink.End, name: String) -> String {
+        switch end.error?.code {
+        case ECONNREFUSED: return refusedMessage(name)
+        case EMSGSIZE: return "\(name) cannot take a datagram this large; lower the MTU (`mtu=` in the device URI)"
+        default: return "UDP socket error for \(name): \(end.reason ?? "the socket closed")"
         }
+    }
+
+    static func refusedMessage(_ name: String) -> String {
+        "\(name) refused the request (ICMP port unreachable): nothing listens on that port; check the address and port (default 1337) and that the device runs SMP over UDP"
     }
 
     /// The largest UDP payload (IPv4: 65535 - 20 - 8).
     public static let largestDatagram = 65507
 
     /// Bytes read per datagram. A device sizes its answers from its own buffers, not from our MTU (an fs
-    /// download chunk fills its `buf_size`), and a datagram longer than the read buffer is cut (NIO's
-    /// default is 2048 bytes): so every datagram UDP can carry fits, and a larger MTU too.
+    /// download chunk fills its `buf_size`), and a datagram longer than the read buffer is cut: so every
+    /// datagram UDP can carry fits, and a larger MTU too.
     static func receiveCapacity(mtu: Int) -> Int {
         max(mtu, largestDatagram)
     }
 
-    /// A non-blocking UDP socket connected to `remote` (NIO takes it over).
+    /// A non-blocking UDP socket connected to `remote`.
     private static func connectedSocket(to remote: SocketAddress, name: String) throws -> CInt {
         let family: CInt
         switch remote {
@@ -185,108 +179,15 @@ public final class UDPTransport: McuMgrTransport {
     }
 
     public func send(_ packet: [UInt8]) throws {
-        enum Outcome {
-            case sent
-            case viaChannel(any Channel, SocketAddress)
-            case failed(McuMgrError, any Channel)
-        }
-        let outcome = try state.withLockedValue { link -> Outcome in
-            guard let current = link, current.channel.isActive else {
-                throw McuMgrError(.transport, "the UDP socket for \(name) is closed")
-            }
-            if current.channelWrites == 0 {
-                do throws(SystemCallError) {
-                    if try SystemCall.send(current.sendDescriptor, packet) != nil { return .sent }
-                } catch {
-                    // Fatal for this link: fail now and let the next request reopen it.
-                    SystemCall.close(current.sendDescriptor)
-                    link = nil
-                    let message =
-                        error.code == ECONNREFUSED
-                        ? DatagramInboundHandler.refusedMessage(name)
-                        : error.code == EMSGSIZE
-                            ? "\(name) cannot take a \(packet.count)-byte datagram; lower the MTU"
-                            : "UDP socket error for \(name): \(error)"
-                    return .failed(McuMgrError(.transport, message), current.channel)
-                }
-            }
-            link!.channelWrites += 1
-            return .viaChannel(current.channel, current.remote)
-        }
-        switch outcome {
-        case .sent:
-            return
-        case .failed(let error, let channel):
-            channel.close(promise: nil)
-            throw error
-        case .viaChannel(let channel, let remote):
-            // The socket buffer is full: the event loop writes when it drains.
-            let buffer = channel.allocator.buffer(bytes: packet)
-            let promise = channel.eventLoop.makePromise(of: Void.self)
-            promise.futureResult.whenComplete { [state] _ in
-                state.withLockedValue { link in
-                    if link != nil, link!.channel === channel { link!.channelWrites -= 1 }
-                }
-            }
-            channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: promise)
+        guard let current = link.withLockedValue({ $0 }), current.send([packet]) else {
+            throw McuMgrError(.transport, "the UDP socket for \(name) is closed")
         }
     }
 
     public func close() async {
-        try? await releaseLink()?.close()
-    }
-
-    /// Forgets the link and closes our descriptor; the caller closes the channel.
-    private func releaseLink() -> (any Channel)? {
-        state.withLockedValue { link -> (any Channel)? in
-            defer { link = nil }
-            guard let current = link else { return nil }
-            SystemCall.close(current.sendDescriptor)
-            return current.channel
+        link.withLockedValue { link in
+            link?.close()
+            link = nil
         }
-    }
-}
-
-/// Turns datagrams from the device into SMP packets; datagrams from other senders are ignored.
-final class DatagramInboundHandler: ChannelInboundHandler, Sendable {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-
-    private let remote: SocketAddress
-    private let name: String
-    private let handler: @Sendable (McuMgrTransportEvent) -> Void
-    private let codec = NIOLockedValueBox(DatagramCodec())
-
-    init(remote: SocketAddress, name: String, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) {
-        self.remote = remote
-        self.name = name
-        self.handler = handler
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        // Only the device's address/port; loopback devices may answer from 127.0.0.1 for "localhost".
-        guard envelope.remoteAddress.port == remote.port else { return }
-        let events = codec.withLockedValue { $0.decode(Array(envelope.data.readableBytesView)) }
-        for event in events {
-            switch event {
-            case .packet(let p): handler(.packet(p))
-            case .dropped(let d): handler(.dropped(d))
-            }
-        }
-    }
-
-    static func refusedMessage(_ name: String) -> String {
-        "\(name) refused the request (ICMP port unreachable): nothing listens on that port; check the address and port (default 1337) and that the device runs SMP over UDP"
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let message: String
-        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
-            message = Self.refusedMessage(name)
-        } else {
-            message = "UDP socket error for \(name): \(error)"
-        }
-        handler(.closed(McuMgrError(.transport, message)))
-        context.close(promise: nil)
     }
 }

@@ -811,13 +811,13 @@ struct BleConnector {
             let notifier = try notifyFD.map { fd in
                 try PacketSocketLink(
                     readFD: fd, writeFD: nil, onPacket: { [weak link] in link?.received($0) },
-                    onClose: { [weak link] reason in link?.lost(reason ?? "the notification socket closed") })
+                    onClose: { [weak link] end in link?.lost(end.reason ?? "the notification socket closed") })
             }
             notifyFD = nil
             let writer = try writeFD.map { fd in
                 try PacketSocketLink(
                     readFD: nil, writeFD: fd, onPacket: { _ in },
-                    onClose: { [weak link] reason in link?.lost(reason ?? "the write socket closed") })
+                    onClose: { [weak link] end in link?.lost(end.reason ?? "the write socket closed") })
             }
             writeFD = nil
             // The device disconnecting or vanishing, or BlueZ or the bus going away, ends the link.

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import McuMgrBLE
+@testable import McuManager
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +18,7 @@ import Glibc
         var size: Int32 = 4096
         _ = setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         let closed = LockedValue<String?>(nil)
-        let link = try PacketSocketLink(readFD: fds[0], writeFD: fds[0], onPacket: { _ in }, onClose: { reason in closed.withValue { $0 = reason ?? "closed" } })
+        let link = try PacketSocketLink(readFD: fds[0], writeFD: fds[0], onPacket: { _ in }, onClose: { end in closed.withValue { $0 = end.reason ?? "closed" } })
         return (link, fds[1], closed)
     }
 

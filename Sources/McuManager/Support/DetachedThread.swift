@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import McuManager
 
 /// Runs `body` on a new detached POSIX thread named `name` (the kernel keeps its first 15 bytes),
 /// for the blocking loops of the D-Bus connection and the Bluetooth LE sockets. The thread ends when

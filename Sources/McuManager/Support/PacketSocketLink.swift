@@ -1,8 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import McuManager
-import McuMgrDBus
 import NIOConcurrencyHelpers
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -10,18 +8,33 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The SOCK_SEQPACKET descriptors of BlueZ's AcquireWrite / AcquireNotify (one ATT payload per
-/// packet), served by a thread of its own: packets read from `readFD` go to `onPacket`; `send` writes
-/// packets to `writeFD` at once when the socket takes them, else queues them for the thread, and never
-/// blocks. A hang-up or error on either descriptor (the link dropped,
-/// BlueZ or the peer released it) ends the link and calls `onClose` with the reason, once.
-final class PacketSocketLink: @unchecked Sendable {
+/// Packet sockets served by a thread of their own: the SOCK_SEQPACKET descriptors of BlueZ's
+/// AcquireWrite / AcquireNotify (one ATT payload per packet), and a connected UDP socket (one SMP
+/// datagram per packet). Packets read from `readFD` go to `onPacket`; `send` writes packets to `writeFD`
+/// at once when the socket takes them, else queues them for the thread, and never blocks. A hang-up or
+/// error on either descriptor (the link dropped, BlueZ or the peer released it, ICMP refused a
+/// datagram) ends the link and calls `onClose` with the reason, once.
+package final class PacketSocketLink: @unchecked Sendable {
+    /// Why the link ended.
+    package struct End: Sendable {
+        /// What happened, for a message; nil when nothing was said.
+        package var reason: String?
+        /// The failed system call, when one ended the link (e.g. ECONNREFUSED on a UDP socket).
+        package var error: SystemCallError?
+
+        package init(reason: String?, error: SystemCallError?) {
+            self.reason = reason
+            self.error = error
+        }
+    }
+
     private let readFD: Int32?
     private let writeFD: Int32?
     private let wakePipe: WakePipe
     private let onPacket: @Sendable ([UInt8]) -> Void
-    private let onClose: @Sendable (String?) -> Void
+    private let onClose: @Sendable (End) -> Void
     private let receiveSize: Int
+    private let emptyPacketEnds: Bool
 
     private let lock = NIOLock()
     private var queue: [[UInt8]] = []
@@ -33,9 +46,11 @@ final class PacketSocketLink: @unchecked Sendable {
     ///   - readFD: where packets arrive (notifications, or writes on a peripheral); owned from now on.
     ///   - writeFD: where packets go; owned from now on. May equal `readFD`.
     ///   - receiveSize: the largest packet expected (larger ones would be cut by the socket).
-    init(
-        readFD: Int32?, writeFD: Int32?, receiveSize: Int = 65536, onPacket: @escaping @Sendable ([UInt8]) -> Void,
-        onClose: @escaping @Sendable (String?) -> Void
+    ///   - emptyPacketEnds: a read of 0 bytes means the peer released the link (a SOCK_SEQPACKET
+    ///     socket); false where it is an empty datagram (UDP), which goes to `onPacket` like any other.
+    package init(
+        readFD: Int32?, writeFD: Int32?, receiveSize: Int = 65536, emptyPacketEnds: Bool = true,
+        onPacket: @escaping @Sendable ([UInt8]) -> Void, onClose: @escaping @Sendable (End) -> Void
     ) throws {
         do throws(SystemCallError) {
             wakePipe = try WakePipe()
@@ -48,7 +63,8 @@ final class PacketSocketLink: @unchecked Sendable {
         self.onPacket = onPacket
         self.onClose = onClose
         self.receiveSize = receiveSize
-        startDetachedThread(name: "ble socket") { [self] in self.run() }
+        self.emptyPacketEnds = emptyPacketEnds
+        startDetachedThread(name: "packet socket") { [self] in self.run() }
     }
 
     /// Writes packets to `writeFD`, in order: at once on the caller's thread while nothing waits in the
@@ -56,7 +72,7 @@ final class PacketSocketLink: @unchecked Sendable {
     /// rest queued for the link's thread.
     /// - Returns: false when the link has ended.
     @discardableResult
-    func send(_ packets: [[UInt8]]) -> Bool {
+    package func send(_ packets: [[UInt8]]) -> Bool {
         lock.lock()
         guard !stopping, !finished else {
             lock.unlock()
@@ -82,14 +98,14 @@ final class PacketSocketLink: @unchecked Sendable {
     }
 
     /// Whether the link still runs.
-    var isOpen: Bool {
+    package var isOpen: Bool {
         lock.lock()
         defer { lock.unlock() }
         return !stopping && !finished
     }
 
     /// Ends the link without calling `onClose`; closes the descriptors.
-    func close() {
+    package func close() {
         lock.lock()
         stopping = true
         lock.unlock()
@@ -103,6 +119,7 @@ final class PacketSocketLink: @unchecked Sendable {
     private func run() {
         var buffer = [UInt8](repeating: 0, count: receiveSize)
         var reason: String?
+        var failure: SystemCallError?
         loop: while true {
             lock.lock()
             if stopping {
@@ -128,6 +145,7 @@ final class PacketSocketLink: @unchecked Sendable {
                         guard try SystemCall.send(writeFD, packet, flags: Int32(MSG_DONTWAIT)) != nil else { break }
                     } catch {
                         reason = "writing to the link failed: \(error)"
+                        failure = error
                         break loop
                     }
                     lock.lock()
@@ -150,11 +168,13 @@ final class PacketSocketLink: @unchecked Sendable {
                 _ = try SystemCall.poll(&fds, timeout: -1)
             } catch {
                 reason = "poll failed: \(error)"
+                failure = error
                 break
             }
             if fds[0].revents != 0 { wakePipe.drain() }
             for entry in fds.dropFirst() {
-                if entry.fd == readFD, entry.revents & Int16(POLLIN) != 0 {
+                // A pending socket error (POLLERR: on UDP an ICMP error) is what the next read returns.
+                if entry.fd == readFD, entry.revents & Int16(POLLIN | POLLERR) != 0 {
                     // Drain every packet that is there.
                     while true {
                         let count: Int?
@@ -162,10 +182,11 @@ final class PacketSocketLink: @unchecked Sendable {
                             count = try SystemCall.receive(entry.fd, into: &buffer, flags: Int32(MSG_DONTWAIT))
                         } catch {
                             reason = "reading from the link failed: \(error)"
+                            failure = error
                             break loop
                         }
                         guard let count else { break }
-                        if count == 0 {
+                        if count == 0, emptyPacketEnds {
                             reason = "the other side released the link"
                             break loop
                         }
@@ -184,7 +205,7 @@ final class PacketSocketLink: @unchecked Sendable {
         lock.unlock()
         if let readFD { SystemCall.close(readFD) }
         if let writeFD, writeFD != readFD { SystemCall.close(writeFD) }
-        if !local { onClose(reason) }
+        if !local { onClose(End(reason: reason, error: failure)) }
     }
 
     deinit {
@@ -194,7 +215,7 @@ final class PacketSocketLink: @unchecked Sendable {
     }
 }
 
-struct PacketSocketError: Error, CustomStringConvertible {
-    var description: String
+package struct PacketSocketError: Error, CustomStringConvertible {
+    package var description: String
     init(_ description: String) { self.description = description }
 }
