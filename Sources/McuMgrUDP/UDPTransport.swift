@@ -102,10 +102,7 @@ public final class UDPTransport: McuMgrTransport {
             throw McuMgrError(
                 .transport, "cannot resolve \(configuration.host): \(error); check the host name or use an address literal")
         }
-        link.withLockedValue { link in
-            link?.close()
-            link = nil
-        }
+        closeLink()
         // A connected socket hears ICMP "port unreachable" (ECONNREFUSED) and takes datagrams from the
         // device's address only.
         let socket = try Self.connectedSocket(to: remote, name: name)
@@ -185,6 +182,11 @@ public final class UDPTransport: McuMgrTransport {
     }
 
     public func close() async {
+        closeLink()
+    }
+
+    /// Ends the current link, if any (its thread closes the socket).
+    private func closeLink() {
         link.withLockedValue { link in
             link?.close()
             link = nil

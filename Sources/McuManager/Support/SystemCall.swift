@@ -145,12 +145,6 @@ package enum SystemCall {
         _ = try retryingOnInterrupt("connect") { cConnect(fd, address, socklen_t(length)) }
     }
 
-    /// A second descriptor for what `fd` refers to, closed on exec (a program `smp` starts inherits none
-    /// of its links).
-    package static func duplicate(_ fd: Int32) throws(SystemCallError) -> Int32 {
-        try retryingOnInterrupt("fcntl") { cFcntl(fd, F_DUPFD_CLOEXEC, 0) }
-    }
-
     /// A pipe whose ends are non-blocking and closed on exec: (read end, write end). (pipe2(2) would
     /// set both flags at once, but Swift's Glibc module leaves it out.)
     package static func nonBlockingPipe() throws(SystemCallError) -> (read: Int32, write: Int32) {
