@@ -30,8 +30,11 @@ extension FirmwareUpgradeStateMachine {
             case singleApplication
         }
 
-        /// The application resets into the bootloader that takes the upload (the firmware loader, serial
-        /// recovery), or did: the upload went to slot 0, and a reset boots it even when nothing was uploaded.
+        /// A bootloader writes slot 0 in the application's place (the firmware loader, or single-application
+        /// MCUboot's serial recovery, entered from the application or found answering): the reset that boots
+        /// slot 0 follows the upload, or the validation when the image is already there. A device found in
+        /// serial recovery with no mode known takes that reset straight after an upload only (with nothing
+        /// uploaded it resets after its empty state writes).
         var entersBootloaderFirst: Bool {
             switch self {
             case .firmwareLoader, .singleApplication, .serialRecovery(.singleApplication): true
