@@ -77,7 +77,7 @@ extension FirmwareUpgradeStateMachine {
             return
         case .application where !listsActive && configuration.bootloaderMode == nil && device.bootloaderName == nil
             && device.mode == .unknown:
-            enterSerialRecovery()
+            takeSerialRecoveryRoute()
         default:
             break
         }
@@ -219,10 +219,12 @@ extension FirmwareUpgradeStateMachine {
         }
     }
 
-    /// An application always flags the slot it runs from `active`; MCUboot's serial recovery lists its
-    /// slots without that flag (an empty list when it holds no image, as the mps2 build without its
-    /// application) and has no bootloader info: upload to the primary slot, no state writes, reset.
-    mutating func enterSerialRecovery() {
+    /// The device already answers from serial recovery, with no mode known: route
+    /// `.serialRecovery(.modeUnknown)`. An application always flags the slot it runs from `active`; MCUboot's
+    /// serial recovery lists its slots without that flag (an empty list when it holds no image, as the mps2
+    /// build without its application) and has no bootloader info: upload to the primary slot, no state
+    /// writes, reset.
+    mutating func takeSerialRecoveryRoute() {
         plan.route = .serialRecovery(.modeUnknown)
         plan.flow = Flow(slots: .primary, writes: .none, swapWait: false)
         report.notes.append("the device answers from MCUboot's serial recovery (no application runs: no bootloader info, "
