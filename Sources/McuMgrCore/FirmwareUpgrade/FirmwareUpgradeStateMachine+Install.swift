@@ -17,7 +17,7 @@ extension FirmwareUpgradeStateMachine {
     /// After the upload (or with nothing to upload): serial recovery's check, the settings erase, then the
     /// end (upload only, SUIT), the reset (primary slot) or the state writes.
     mutating func afterUpload() {
-        if singleApp, device.serialRecovery, report.recoveryCheck == nil, plan.targets.contains(where: \.needsUpload) {
+        if plan.route == .serialRecovery(.singleApplication), report.recoveryCheck == nil, plan.targets.contains(where: \.needsUpload) {
             // The application cannot show its hash: read it from serial recovery before the reset.
             go(.checkingRecovery)
             request(.requestImageList)
@@ -28,16 +28,20 @@ extension FirmwareUpgradeStateMachine {
             request(.eraseAppSettings)
             return
         }
-        if configuration.upgradeMode == .uploadOnly || plan.flow.suit {
-            if device.serialRecovery, configuration.upgradeMode == .uploadOnly {
+        if configuration.upgradeMode == .uploadOnly || plan.route == .suit {
+            // Only SUIT gets here without uploadOnly.
+            switch plan.route {
+            case .serialRecovery:
                 report.notes.append("the device stays in serial recovery until it is reset (`smp os reset`), then boots the new image")
-            } else if plan.flow.resetIntoLoaderFirst, configuration.upgradeMode == .uploadOnly {
+            case .firmwareLoader, .singleApplication:
                 report.notes.append("the device stays in its firmware loader until it is reset (`smp os reset`), then runs the new image")
+            case .application, .suit:
+                break
             }
             succeed()
             return
         }
-        if plan.flow.slots == .primary, plan.flow.resetIntoLoaderFirst || plan.targets.contains(where: \.needsUpload) {
+        if plan.flow.slots == .primary, plan.route.entersBootloaderFirst || plan.targets.contains(where: \.needsUpload) {
             // Firmware loader / single slot: the upload went straight to the primary slot.
             guard configuration.performReset else {
                 report.notes.append("not reset: the device starts the new image on its next reset")
@@ -115,7 +119,7 @@ extension FirmwareUpgradeStateMachine {
     /// The image list after the install reset: each image must run the new hash; testAndConfirm then
     /// confirms what runs on trial.
     mutating func verify(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
-        if device.serialRecovery, !slots.contains(where: \.active), case .verifying(let deadline, _, _) = state {
+        if case .serialRecovery = plan.route, !slots.contains(where: \.active), case .verifying(let deadline, _, _) = state {
             // Still (or again) in serial recovery: MCUboot has not booted the image yet, or refused it.
             if lastNow < deadline {
                 let at = min(lastNow + configuration.retryInterval, deadline)
@@ -158,7 +162,7 @@ extension FirmwareUpgradeStateMachine {
                 break
             }
         }
-        if singleApp, device.serialRecovery {
+        if plan.route == .serialRecovery(.singleApplication) {
             report.verified = (report.recoveryCheck ?? "") + "after the reset the application's image list shows the uploaded hash running"
         }
         if toConfirm.isEmpty {
@@ -170,11 +174,13 @@ extension FirmwareUpgradeStateMachine {
     }
 
     /// The action that reaches the device after a reset for `purpose`: the firmware loader after the reset
-    /// into it (firmware-loader mode), the application otherwise (serial recovery answers like the
+    /// into it (firmware-loader route), the application otherwise (serial recovery answers like the
     /// application: on the same port, and MCUboot's serial recovery has no Bluetooth).
     func reconnectAction(_ purpose: ResetPurpose) -> Action {
-        guard purpose == .enterFirmwareLoader else { return .reconnect }
-        return .reconnectToFirmwareLoader(name: configuration.firmwareLoaderName)
+        switch (purpose, plan.route) {
+        case (.enterBootloader, .firmwareLoader): .reconnectToFirmwareLoader(name: configuration.firmwareLoaderName)
+        default: .reconnect
+        }
     }
 
     mutating func failStillInRecovery() {
@@ -188,7 +194,7 @@ extension FirmwareUpgradeStateMachine {
             return
         }
         let seconds = Int(configuration.reconnectTimeout.seconds.rounded())
-        if case .reconnecting(_, _, .enterFirmwareLoader) = state {
+        if case .reconnecting(_, _, .enterBootloader) = state, plan.route == .firmwareLoader {
             let name = configuration.firmwareLoaderName.map { " (advertising \"\($0)\" over Bluetooth LE)" } ?? ""
             fail("the firmware loader\(name) did not answer within \(seconds) s after the reset into it (boot_mode 1): check that "
                 + "the application resets into the loader (CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot's firmware "

@@ -12,38 +12,42 @@ extension FirmwareUpgradeStateMachine {
         }
     }
 
-    /// Picks the flow for the bootloader mode, then reads the image list (a SUIT envelope goes up at once).
+    /// Picks the route and the flow for the bootloader mode, then reads the image list (a SUIT envelope goes
+    /// up at once).
     mutating func chooseFlowAndValidate() {
         let suit = device.bootloaderName?.uppercased() == "SUIT" || images.contains { $0.contentType != .mcubootImage }
+        let testing = configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm
+        let cannotTest = "\(device.mode.detailedName) cannot test-boot an image: the new image is permanent once it boots"
+        plan.route = .application
         switch device.mode {
         case _ where suit:
-            plan.flow = Flow(slots: .secondary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: true)
+            plan.route = .suit
+            plan.flow = Flow(slots: .secondary, writes: .none, swapWait: false)
         case .directXIPWithoutRevert:
-            plan.flow = Flow(slots: .inactive, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .inactive, writes: .none, swapWait: false)
+            if testing { report.notes.append(cannotTest) }
         case .directXIPWithRevert:
-            plan.flow = Flow(slots: .inactive, writes: .asMode, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .inactive, writes: .asMode, swapWait: false)
         case .ramLoad:
-            plan.flow = Flow(slots: .inactive, writes: .confirmOnly, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .inactive, writes: .confirmOnly, swapWait: false)
             report.notes.append("RAM load: no revert, so test modes behave like confirm (unverified against hardware)")
         case .overwrite:
-            plan.flow = Flow(slots: .secondary, writes: .confirmOnly, swapWait: true, resetIntoLoaderFirst: false, suit: false)
-            if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
+            plan.flow = Flow(slots: .secondary, writes: .confirmOnly, swapWait: true)
+            if testing {
                 report.notes.append("overwrite-only bootloader cannot revert: the image is confirmed before the reset")
             }
         case .firmwareLoader, .singleApplication:
             // One application slot: the running application cannot overwrite itself, so the upload goes to
             // the firmware loader or MCUboot serial recovery (reset with boot_mode 1), then a normal reset.
-            plan.flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: true, suit: false)
+            plan.route = device.mode == .firmwareLoader ? .firmwareLoader : .singleApplication
+            plan.flow = Flow(slots: .primary, writes: .none, swapWait: false)
+            if testing { report.notes.append(cannotTest) }
         case .singleSlotRAMLoad:
-            plan.flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .primary, writes: .none, swapWait: false)
         default:
-            plan.flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+            plan.flow = Flow(slots: .secondary, writes: .asMode, swapWait: true)
         }
-        let testing = configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm
-        if testing, !plan.flow.suit, device.mode == .directXIPWithoutRevert || plan.flow.resetIntoLoaderFirst {
-            report.notes.append("\(device.mode.detailedName) cannot test-boot an image: the new image is permanent once it boots")
-        }
-        if plan.flow.suit {
+        if plan.route == .suit {
             // SUIT: the envelope (and cache images) go up; the device installs and reboots by itself.
             plan.targets = images.map { Target(image: $0, needsUpload: true, write: nil, needsReset: false) }
             startUpload(pipelineDepth: pipelineDepth)
@@ -56,25 +60,26 @@ extension FirmwareUpgradeStateMachine {
     /// Plans each image number from the image list: upload or skip, which state write, whether it needs a
     /// reset. A secondary slot held by another confirmed or pending image is cleared first, then validated again.
     mutating func validate(_ slots: [McuMgrImageStateResponse.ImageSlot]) {
-        if singleApp, !device.serialRecovery, !slots.contains(where: \.active) {
+        let listsActive = slots.contains(where: \.active)
+        switch plan.route {
+        case .singleApplication where !listsActive:
             // Single-app given, and the device lists its slots without `active`: MCUboot's serial recovery
             // already answers (a reset from there would boot the application instead).
             device.bufferSize = nil
             device.bufferCount = 1
-            device.serialRecovery = true
+            plan.route = .serialRecovery(.singleApplication)
             report.notes.append("the device already answers from MCUboot's serial recovery: the image goes to slot 0 without another reset")
-        }
-        if singleApp, device.serialRecovery, slots.contains(where: \.active) {
+        case .serialRecovery(.singleApplication) where listsActive:
             // An application flags its running slot; MCUboot's serial recovery never does.
             fail("after the reset into the bootloader (boot_mode 1) the application answered again (its image list has an "
                 + "active slot), not MCUboot's serial recovery. The application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and "
                 + "MCUboot serial recovery with boot-mode entry (or enter recovery by hand), then run the upgrade again")
             return
-        }
-        if !slots.contains(where: \.active), !device.serialRecovery, !plan.flow.suit, configuration.bootloaderMode == nil,
-            device.bootloaderName == nil, device.mode == .unknown
-        {
-            enterSerialRecovery()
+        case .application where !listsActive && configuration.bootloaderMode == nil && device.bootloaderName == nil
+            && device.mode == .unknown:
+            takeSerialRecoveryRoute()
+        default:
+            break
         }
         var chosen: [Target] = []
         plan.skipped = []
@@ -83,12 +88,12 @@ extension FirmwareUpgradeStateMachine {
         for number in numbers {
             let candidates = images.filter { $0.image == number }
             let listed = slots.filter { $0.image == number }
-            if device.serialRecovery {
+            if case .serialRecovery(let recovery) = plan.route {
                 // MCUboot writes the primary slot; an image already there needs only the reset that boots it.
                 let image = candidates.first { $0.slot == nil || $0.slot == 0 } ?? candidates[0]
                 let present = listed.contains { $0.slot == 0 && $0.hash == image.hash }
                 if present { plan.skipped.append(number) }
-                if present, singleApp {
+                if present, recovery == .singleApplication {
                     report.recoveryCheck = "MCUboot's serial recovery listed slot 0 with the package's hash (nothing to upload); "
                 }
                 chosen.append(Target(image: image, needsUpload: !present, write: nil, needsReset: true))
@@ -179,10 +184,9 @@ extension FirmwareUpgradeStateMachine {
             return
         }
         if plan.targets.contains(where: \.needsUpload) {
-            if plan.flow.resetIntoLoaderFirst, !device.serialRecovery {
-                enterFirmwareLoader()
-            } else {
-                startUpload(pipelineDepth: pipelineDepth)
+            switch plan.route {
+            case .firmwareLoader, .singleApplication: enterBootloader()
+            case .application, .suit, .serialRecovery: startUpload(pipelineDepth: pipelineDepth)
             }
         } else {
             afterUpload()
@@ -215,12 +219,14 @@ extension FirmwareUpgradeStateMachine {
         }
     }
 
-    /// An application always flags the slot it runs from `active`; MCUboot's serial recovery lists its
-    /// slots without that flag (an empty list when it holds no image, as the mps2 build without its
-    /// application) and has no bootloader info: upload to the primary slot, no state writes, reset.
-    mutating func enterSerialRecovery() {
-        device.serialRecovery = true
-        plan.flow = Flow(slots: .primary, writes: .none, swapWait: false, resetIntoLoaderFirst: false, suit: false)
+    /// The device already answers from serial recovery, with no mode known: route
+    /// `.serialRecovery(.modeUnknown)`. An application always flags the slot it runs from `active`; MCUboot's
+    /// serial recovery lists its slots without that flag (an empty list when it holds no image, as the mps2
+    /// build without its application) and has no bootloader info: upload to the primary slot, no state
+    /// writes, reset.
+    mutating func takeSerialRecoveryRoute() {
+        plan.route = .serialRecovery(.modeUnknown)
+        plan.flow = Flow(slots: .primary, writes: .none, swapWait: false)
         report.notes.append("the device answers from MCUboot's serial recovery (no application runs: no bootloader info, "
             + "no active slot): the image goes to slot 0 (the primary slot) with no test or confirm, which "
             + "MCUboot does not have; the reset boots it")
@@ -229,26 +235,26 @@ extension FirmwareUpgradeStateMachine {
         }
     }
 
-    /// Firmware-loader mode: the application cannot write its own slot, so the device reboots into the
+    /// Firmware-loader route: the application cannot write its own slot, so the device reboots into the
     /// loader (os reset with boot_mode 1: zephyr os_mgmt `_OS_RESET_BOOT_MODE`; Nordic's iOS library's
     /// `resetIntoFirmwareLoader`), after storing the name the loader advertises when one is configured.
-    /// A single-application MCUboot whose application listed its slots reboots the same way into serial recovery.
-    mutating func enterFirmwareLoader() {
-        if device.mode == .firmwareLoader, let name = configuration.firmwareLoaderName {
+    /// Single-application route: an application that listed its slots reboots the same way into serial recovery.
+    mutating func enterBootloader() {
+        if plan.route == .firmwareLoader, let name = configuration.firmwareLoaderName {
             go(.namingLoader)
             request(.setFirmwareLoaderName(name))
         } else {
-            go(.reset(singleApp ? .enterSerialRecovery : .enterFirmwareLoader))
+            go(.reset(.enterBootloader))
             request(.reset(.bootloader))
         }
     }
 
-    /// Single-application MCUboot: reboot into serial recovery (boot_mode 1); the reconnect reads its image list.
+    /// Single-application route: reboot into serial recovery (boot_mode 1); the reconnect reads its image list.
     mutating func resetIntoRecovery() {
         if configuration.upgradeMode == .testOnly || configuration.upgradeMode == .testAndConfirm {
             report.notes.append("single-application MCUboot cannot test-boot an image: the new image is permanent once it boots")
         }
-        go(.reset(.enterSerialRecovery))
+        go(.reset(.enterBootloader))
         request(.reset(.bootloader))
     }
 }

@@ -8,8 +8,9 @@
 /// `timerFired(now:)` when it expires; stale timers are ignored.
 ///
 /// This file holds the events and the plumbing; the steps before the upload are in
-/// `FirmwareUpgradeStateMachine+Validate.swift`, those from the upload on in `+Install.swift`. The
-/// machine's own state is internal rather than private only so those extensions reach it.
+/// `FirmwareUpgradeStateMachine+Validate.swift`, those from the upload on in `+Install.swift`, and the
+/// per-mode routes the handlers switch on in `+Route.swift`. The machine's own state is internal rather
+/// than private only so those extensions reach it.
 public struct FirmwareUpgradeStateMachine: Sendable {
     /// What the driver must do.
     public enum Action: Sendable, Hashable {
@@ -61,23 +62,22 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case confirm([UInt8])
     }
 
-    /// Why the device is reset: the flow the reset belongs to, and what follows the reconnect.
+    /// Why the device is reset, and what follows the reconnect; the route says into what.
     enum ResetPurpose: Sendable, Hashable {
         /// Install the uploaded images.
         case install
-        /// Firmware-loader mode: reboot into the loader (boot_mode 1) before uploading; the loader answers
-        /// the reconnect, over Bluetooth LE as another peripheral.
-        case enterFirmwareLoader
-        /// Single-application MCUboot: reboot into MCUboot's serial recovery (boot_mode 1) before uploading;
-        /// it answers on the application's port, and its image list comes first.
-        case enterSerialRecovery
+        /// Reboot (boot_mode 1) into the bootloader that takes the upload, before uploading: the firmware
+        /// loader (route `.firmwareLoader`: it answers the reconnect, over Bluetooth LE as another peripheral)
+        /// or MCUboot's serial recovery (route `.singleApplication`: it answers on the application's port,
+        /// and its image list comes first).
+        case enterBootloader
         /// Let MCUboot boot a pending image that blocks the secondary slot (as ios-dm does).
         case resolveSecondary
     }
 
     /// Where the upgrade is. Every reset (into the firmware loader or serial recovery, to install, to clear
     /// a pending secondary slot) goes through the same reset, wait and reconnect states; their
-    /// `ResetPurpose` says which flow it belongs to.
+    /// `ResetPurpose` and the plan's `Route` say which flow it belongs to.
     enum State: Sendable, Hashable {
         case idle
         case parameters
@@ -95,10 +95,11 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case waitForSwap(until: SMPInstant, ResetPurpose)
         case reconnecting(deadline: SMPInstant, retryAt: SMPInstant?, ResetPurpose)
         /// Reading the image list after the install reset. `recoveryAnswered`: serial recovery (not the
-        /// application) answered it, so MCUboot has not booted the image (yet): a timeout says so.
+        /// application) answered it, so MCUboot has not booted the image (yet): a timeout says so (route
+        /// `.serialRecovery` only).
         case verifying(deadline: SMPInstant, retryAt: SMPInstant?, recoveryAnswered: Bool = false)
-        /// Single-application MCUboot: reading serial recovery's image list after the upload, before the
-        /// reset (the application has no image group, so this is the last look at the hash in slot 0).
+        /// Route `.serialRecovery(.singleApplication)`: reading serial recovery's image list after the upload,
+        /// before the reset (the application has no image group, so this is the last look at the hash in slot 0).
         case checkingRecovery
         /// Confirms after the reset (testAndConfirm); the first is in flight.
         case confirmingAfterReset([[UInt8]])
@@ -107,15 +108,13 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case cancelled
     }
 
-    /// How this bootloader mode installs an image.
+    /// How this bootloader mode installs an image (the route says who writes it).
     struct Flow: Sendable, Hashable {
         enum SlotChoice: Sendable, Hashable { case secondary, inactive, primary }
         enum Writes: Sendable, Hashable { case asMode, confirmOnly, none }
         var slots: SlotChoice
         var writes: Writes
         var swapWait: Bool
-        var resetIntoLoaderFirst: Bool
-        var suit: Bool
     }
 
     /// The plan for one image number.
@@ -139,15 +138,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         var bootloaderName: String?
         /// The bootloader mode in use (from the device, the configuration, or unknown).
         var mode: BootloaderMode = .unknown
-        /// The device answered from MCUboot's serial recovery (see `isSerialRecovery`): the images go to
-        /// slot 0 with no state writes.
-        var serialRecovery = false
     }
 
-    /// What the machine decided to do: how the bootloader installs (chosen after bootloader info; serial
-    /// recovery replaces it), and what each image number needs (chosen by each validation).
+    /// What the machine decided to do: the route and how the bootloader installs (chosen after bootloader
+    /// info; serial recovery revises them), and what each image number needs (chosen by each validation).
     struct Plan: Sendable, Hashable {
-        var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true, resetIntoLoaderFirst: false, suit: false)
+        /// Which way the images reach the device; `.application` until bootloader info says otherwise.
+        var route = Route.application
+        var flow = Flow(slots: .secondary, writes: .asMode, swapWait: true)
         var targets: [Target] = []
         /// Image numbers whose image the device already holds (reported as skipped).
         var skipped: [Int] = []
@@ -194,10 +192,6 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Whether the machine is paused (actions are held until `resume()`).
     public private(set) var isPaused = false
 
-    /// MCUboot's single-application mode: the application has no image group (Zephyr builds none there),
-    /// so the upgrade goes through serial recovery (reset with boot_mode 1) and the hash is read there.
-    var singleApp: Bool { device.mode == .singleApplication && !plan.flow.suit }
-
     /// A machine for these images (upload order: as given).
     /// - Parameter link: what the link to the device carries (the client's `linkLimits`): the upload's
     ///   depth is its `window` once refined with the device's buffer count and the configuration's
@@ -220,7 +214,9 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// Whether the device answered from MCUboot's serial recovery: no application runs, so it reports no
     /// bootloader info (rc 8) and no active slot (an empty image list when it holds no image). The images then go to their primary slot (slot 0
     /// of image 0), without test or confirm (MCUboot has neither: ENOTSUP), and a reset boots them.
-    public var isSerialRecovery: Bool { device.serialRecovery }
+    public var isSerialRecovery: Bool {
+        if case .serialRecovery = plan.route { true } else { false }
+    }
 
     // MARK: - Events
 
@@ -289,25 +285,25 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// final reset this answer is the application's (serial recovery lists its slots).
     public mutating func imageListUnsupported(_ description: String, now: SMPInstant) -> [Action] {
         lastNow = now
-        switch state {
-        case .validate where singleApp && !device.serialRecovery:
+        switch (state, plan.route) {
+        case (.validate, .singleApplication):
             report.notes.append("the application has no image group (single-application MCUboot): reset into MCUboot's serial recovery to upload")
             resetIntoRecovery()
-        case .validate where singleApp:
+        case (.validate, .serialRecovery(.singleApplication)):
             fail("after the reset into the bootloader (boot_mode 1) the device still answers the image list with rc 8 (\(description)): "
                 + "it did not enter MCUboot's serial recovery. The application needs CONFIG_MCUMGR_GRP_OS_RESET_BOOT_MODE and MCUboot "
                 + "serial recovery with boot-mode entry (or enter recovery by hand, e.g. hold the button while resetting), then run the upgrade again")
-        case .validate:
+        case (.validate, _):
             fail("the device has no image group: the image list answered rc 8 (\(description)). If it runs MCUboot in "
                 + "single-application mode (its application has no image group), pass `--bootloader-mode single-app` to upgrade "
                 + "through MCUboot's serial recovery")
-        case .verifying where singleApp:
+        case (.verifying, .serialRecovery(.singleApplication)):
             // Serial recovery answers the image list; the single-application application does not.
             report.verified = (report.recoveryCheck ?? "") + "after the reset the application answers the image list with rc 8 (it has no "
                 + "image group; serial recovery would list its slots), so MCUboot booted slot 0 (a single-application MCUboot "
                 + "boots nothing else; the application cannot report its hash)"
             succeed()
-        case .checkingRecovery:
+        case (.checkingRecovery, _):
             fail("MCUboot's serial recovery stopped answering the image list (\(description)) after the upload; the new image "
                 + "could not be checked. Run `smp image list` while the device is in serial recovery")
         default:
@@ -395,7 +391,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The application stored the firmware loader's advertising name (settings write and save).
     public mutating func firmwareLoaderNameSet() -> [Action] {
         guard state == .namingLoader else { return [] }
-        go(.reset(.enterFirmwareLoader))
+        go(.reset(.enterBootloader))
         request(.reset(.bootloader))
         return flush()
     }
@@ -405,7 +401,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         lastNow = now
         guard case .reset(let purpose) = state else { return [] }
         var wait = configuration.resetDelay
-        if purpose == .install || purpose == .resolveSecondary, plan.flow.swapWait, configuration.estimatedSwapTime > wait {
+        if purpose != .enterBootloader, plan.flow.swapWait, configuration.estimatedSwapTime > wait {
             wait = configuration.estimatedSwapTime
         }
         let until = now + wait
@@ -417,24 +413,26 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     /// The link to the device is open again after a reset.
     public mutating func reconnected() -> [Action] {
         guard case .reconnecting(let deadline, _, let purpose) = state else { return [] }
-        switch purpose {
-        case .enterSerialRecovery:
+        switch (purpose, plan.route) {
+        case (.enterBootloader, .singleApplication):
             // MCUboot's serial recovery: one buffer, its own size (the driver asks it). Its image list shows
             // what slot 0 holds (an image already there needs only the reset that boots it).
             device.bufferSize = nil
             device.bufferCount = 1
-            device.serialRecovery = true
+            plan.route = .serialRecovery(.singleApplication)
             go(.validate)
             request(.requestImageList)
-        case .enterFirmwareLoader:
-            // The loader (or MCUboot serial recovery) has its own, smaller buffer: one request at a time,
-            // and the application's buffer size no longer applies (the driver asks the loader).
+        case (.enterBootloader, .firmwareLoader):
+            // The loader has its own, smaller buffer: one request at a time, and the application's buffer
+            // size no longer applies (the driver asks the loader).
             device.bufferSize = nil
             startUpload(pipelineDepth: 1)
-        case .resolveSecondary:
+        case (.enterBootloader, .application), (.enterBootloader, .suit), (.enterBootloader, .serialRecovery):
+            preconditionFailure("only the firmware-loader and single-application routes reset into a bootloader")
+        case (.resolveSecondary, _):
             go(.validate)
             request(.requestImageList)
-        case .install:
+        case (.install, _):
             go(.verifying(deadline: deadline, retryAt: nil))
             request(.requestImageList)
         }
@@ -469,7 +467,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
                 let name = configuration.firmwareLoaderName ?? ""
                 report.notes.append("the application did not store the firmware loader's advertising name \"\(name)\" (\(description)), "
                     + "so over Bluetooth LE the loader advertises the name it was built with (\"\(name)\" was looked for)")
-                go(.reset(.enterFirmwareLoader))
+                go(.reset(.enterBootloader))
                 request(.reset(.bootloader))
             }
         case .reset:
@@ -643,14 +641,14 @@ public struct FirmwareUpgradeStateMachine: Sendable {
 
     mutating func succeed() {
         let uploaded = plan.targets.filter(\.needsUpload).map(\.image.image)
-        if singleApp, report.verified == nil, let recoveryCheck = report.recoveryCheck {
+        if case .serialRecovery(.singleApplication) = plan.route, report.verified == nil, let recoveryCheck = report.recoveryCheck {
             // Ended before the application could answer (upload-only, no reset).
             report.verified = recoveryCheck + "the device was not reset: MCUboot boots slot 0 on the next reset"
         }
         var summary = FirmwareUpgradeSummary(
             mode: configuration.upgradeMode, bootloaderMode: device.mode, uploadedImages: uploaded,
             skippedImages: plan.skipped, didReset: report.didReset, notes: report.notes)
-        summary.serialRecovery = device.serialRecovery
+        summary.serialRecovery = isSerialRecovery
         summary.verified = report.verified
         go(.success)
         out.append(.finished(summary))
@@ -674,7 +672,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
     private func publicState(_ state: State) -> FirmwareUpgradeState {
         switch state {
         case .namingLoader: .resetIntoFirmwareLoader
-        case .reset(.enterFirmwareLoader): .resetIntoFirmwareLoader
+        case .reset(.enterBootloader) where plan.route == .firmwareLoader: .resetIntoFirmwareLoader
         case .idle: .none
         case .parameters: .requestMcuMgrParameters
         case .bootloaderInfo: .bootloaderInfo
@@ -683,7 +681,7 @@ public struct FirmwareUpgradeStateMachine: Sendable {
         case .eraseSettings: .eraseAppSettings
         case .writing(let writes):
             if case .some(.test) = writes.first { .test } else { .confirm }
-        case .reset(.resolveSecondary), .reset(.enterSerialRecovery), .reset(.install): .reset
+        case .reset: .reset
         case .waitForSwap, .reconnecting, .verifying: .reconnect
         case .confirmingAfterReset: .confirm
         case .success: .success
