@@ -428,7 +428,10 @@ public struct FirmwareUpgradeStateMachine: Sendable {
             device.bufferSize = nil
             startUpload(pipelineDepth: 1)
         case (.enterBootloader, .application), (.enterBootloader, .suit), (.enterBootloader, .serialRecovery):
-            preconditionFailure("only the firmware-loader and single-application routes reset into a bootloader")
+            // Not reached: only the firmware-loader and single-application routes reset into a bootloader.
+            // Should it ever be, the upgrade fails with a message rather than the process with a trap.
+            fail("internal error: a reset into the bootloader on the \(plan.route) route, which never enters one; "
+                + "please report it with the output of -v")
         case (.resolveSecondary, _):
             go(.validate)
             request(.requestImageList)
