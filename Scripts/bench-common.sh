@@ -5,7 +5,8 @@
 source "$repo/Scripts/release-flags.sh"
 
 # bench_build [--no-build]: builds smp and smp-sim (unless told not to) as they ship (release-flags.sh:
-# the Swift runtime and FoundationEssentials linked in, whole-program optimised for size); sets smp and sim.
+# the Swift runtime and FoundationEssentials linked in, whole-program optimised for size); sets smp and sim
+# (smp is $BENCH_SMP when that is set).
 bench_build() {
     if [[ "${1:-}" != "--no-build" ]]; then
         echo "building release (swift build ${release_flags[*]} --product smp / smp-sim)..." >&2
@@ -16,6 +17,8 @@ bench_build() {
     bin="$(swift build "${release_flags[@]}" --show-bin-path)"
     smp="$bin/smp"
     sim="$bin/smp-sim"
+    # BENCH_SMP: another smp binary against the same simulator (e.g. an older release, to compare).
+    [[ -z "${BENCH_SMP:-}" ]] || smp="$BENCH_SMP"
 }
 
 # bench_workdir NAME: a temporary directory with $size random bytes in payload.bin, removed (and the

@@ -19,7 +19,8 @@
 #       separate smp processes, smp-sim's idle CPU): Scripts/bench-scale.sh
 # Timing: both clients over the upload phase (smp's --json transfer_seconds; smpclient's upload loop);
 # smp also as a whole process. Best of BENCH_RUNS runs each.
-# Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000)
+# Usage: Scripts/bench.sh [--no-build]   (env: BENCH_RUNS=3 best-of runs per upload, BENCH_BAUD=1000000,
+#        BENCH_SMP=another smp binary against the same smp-sim, e.g. an older release to compare)
 #        Scripts/bench.sh scale [--no-build]   (the scale part alone)
 set -euo pipefail
 
