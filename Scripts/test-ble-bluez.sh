@@ -12,8 +12,11 @@
 #   att-247, att-65, att-23 (the device's own MTU over a 517 link)     transfers
 # bluezoo (Scripts/ble-rig.sh) stays for the fast D-Bus tests; this is the real stack.
 #
-#   test-ble-bluez.sh [--only NAME[,NAME...]] [--logs DIR [--btmon]] [-- TEST-BUNDLE-ARGS...]
+#   test-ble-bluez.sh [--only NAME[,NAME...]] [--guests N] [--logs DIR [--btmon]] [-- TEST-BUNDLE-ARGS...]
+#       --guests N: N guests side by side (default 1), the first for att-517, the others share the rest;
+#           each guest's output is printed when all have ended
 #       --logs DIR: the guest's logs (bluetoothd, btvirt, console; with --btmon an HCI trace) end up in DIR
+#           (without it they are kept in a directory of their own, printed, only when a configuration fails)
 #       e.g. --only att-517 -- --skip everyGroupAnswers, or -- --filter 'RealBlueZTests/fileRoundTrip' 
 #
 # Needs the debug build with tests (`swift build --build-tests`) and root (ble-vm.sh installs QEMU,
@@ -78,26 +81,95 @@ if [[ "${1:-}" == "--in-guest" ]]; then
     exit
 fi
 
-only="" logs="" btmon=""
+only="" logs="" btmon="" guests=1
+usage="usage: test-ble-bluez.sh [--only NAME[,NAME...]] [--guests N] [--logs DIR [--btmon]] [-- TEST-BUNDLE-ARGS...]"
 while (($#)); do
     case "$1" in
         --only) only="$2"; shift ;;
+        --guests) guests="$2"; [[ "$guests" =~ ^[1-9]$ ]] || { echo "$usage (--guests takes 1 to 9)" >&2; exit 64; }; shift ;;
         --logs) logs="$2"; shift ;;
         --btmon) btmon=1 ;;
         --) shift; break ;;
-        *) echo "usage: test-ble-bluez.sh [--only NAME[,NAME...]] [--logs DIR [--btmon]] [-- TEST-BUNDLE-ARGS...]" >&2; exit 64 ;;
+        *) echo "$usage" >&2; exit 64 ;;
     esac
     shift
 done
 bundle="$(ls -d .build/debug/*PackageTests.xctest 2>/dev/null | head -1)"
 [[ -x .build/debug/smp && -x .build/debug/smp-sim && -n "$bundle" ]] ||
     { echo "test-ble-bluez: build first (swift build --build-tests)" >&2; exit 1; }
-# The guest runs a copy of the binaries, so that a build while it runs changes nothing under it.
+# The configurations to run, in order.
+selected=()
+for entry in "${configurations[@]}"; do
+    name="${entry%%:*}"
+    if [[ -z "$only" ]]; then
+        [[ "$default_skip" != *",$name,"* ]] && selected+=("$name")
+    elif [[ ",$only," == *",$name,"* ]]; then
+        selected+=("$name")
+    fi
+done
+((${#selected[@]})) || { echo "test-ble-bluez: no configuration named ${only:-(none)}" >&2; exit 64; }
+# With --guests N the configurations share N guests that run side by side: the first takes the first
+# configuration (att-517's whole suite, about as long as all the others), the others the rest in turn.
+((guests > ${#selected[@]})) && guests=${#selected[@]}
+groups=()
+for i in "${!selected[@]}"; do
+    if ((guests == 1 || i == 0)); then g=0; else g=$((1 + (i - 1) % (guests - 1))); fi
+    groups[g]="${groups[g]:+${groups[g]},}${selected[i]}"
+done
+# The guests run a copy of the binaries, so that a build while they run changes nothing under them.
 export SMP_BIN_DIR
 SMP_BIN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/smp-ble-bin.XXXXXX")" || exit 1
-trap 'rm -rf "$SMP_BIN_DIR"' EXIT
+pids=()
+trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null; done; wait; rm -rf "$SMP_BIN_DIR"' EXIT
 cp .build/debug/smp .build/debug/smp-sim "$SMP_BIN_DIR/" && cp "$bundle" "$SMP_BIN_DIR/tests.xctest" || exit 1
-vm_args=(--timeout 2400 --controllers 3)
-[[ -n "$logs" ]] && vm_args+=(--logs "$logs")
-[[ -n "$btmon" ]] && vm_args+=(--btmon)
-bash Scripts/ble-vm.sh "${vm_args[@]}" -- bash Scripts/test-ble-bluez.sh --in-guest "$only" "$@"
+# Without --logs the guests' logs go to a directory of their own that is kept, and named, only when a
+# configuration fails: a failure in CI can be read afterwards.
+own_logs=""
+[[ -z "$logs" ]] && { logs="$(mktemp -d "${TMPDIR:-/tmp}/smp-ble-logs.XXXXXX")" && own_logs=1 || logs=""; }
+run_guest() { # run_guest LOGDIR CONFIGURATIONS [TEST-BUNDLE-ARGS...]
+    local vm_args=(--timeout 2400 --controllers 3) dir="$1" names="$2"
+    shift 2
+    [[ -n "$dir" ]] && vm_args+=(--logs "$dir")
+    [[ -n "$btmon" ]] && vm_args+=(--btmon)
+    bash Scripts/ble-vm.sh "${vm_args[@]}" -- bash Scripts/test-ble-bluez.sh --in-guest "$names" "$@"
+}
+status=0
+if ((guests == 1)); then
+    run_guest "$logs" "${groups[0]}" "$@"
+    status=$?
+else
+    # Each guest's output is printed whole when all have ended, in order, then the closing line of all.
+    out="$SMP_BIN_DIR/out"
+    mkdir -p "$out"
+    for g in "${!groups[@]}"; do
+        echo "test-ble-bluez: guest $((g + 1)) of $guests runs ${groups[g]}"
+        run_guest "${logs:+$logs/guest$((g + 1))}" "${groups[g]}" "$@" >"$out/$g" 2>&1 </dev/null &
+        pids+=($!)
+    done
+    for g in "${!pids[@]}"; do
+        wait "${pids[g]}" || status=1
+    done
+    pids=()
+    passed=0 failed=0 names=()
+    for g in "${!groups[@]}"; do
+        printf '\n== real BlueZ, guest %d of %d: %s\n' $((g + 1)) "$guests" "${groups[g]}"
+        cat "$out/$g"
+        line="$(grep -E '^real BlueZ: [0-9]+ passed, [0-9]+ failed' "$out/$g" | tail -1)"
+        if [[ "$line" =~ ^real\ BlueZ:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+            passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+            [[ "$line" =~ \((.*)\)$ ]] && names+=("${BASH_REMATCH[1]}")
+        else
+            # The guest ended without its closing line (it did not boot, or timed out): all of it failed.
+            failed=$((failed + $(tr ',' '\n' <<<"${groups[g]}" | wc -l))) names+=("${groups[g]//,/ }")
+        fi
+    done
+    echo
+    echo "real BlueZ: $passed passed, $failed failed${names[*]:+ (${names[*]})}"
+    ((failed == 0)) || status=1
+fi
+if ((status != 0)) && [[ -n "$logs" ]]; then
+    echo "test-ble-bluez: the guests' logs (bluetoothd, btvirt, dbus, console): $logs"
+elif [[ -n "$own_logs" ]]; then
+    rm -rf "$logs"
+fi
+exit "$status"

@@ -47,6 +47,23 @@ else
     # The suites that run the real firmware (native_sim processes, QEMU guests that spin the CPU) run on
     # their own after the rest: beside the whole suite on 2 cores their devices answer seconds late.
     real='RealFirmwareTests|RealSerialRecoveryDFUTests|RealSingleApplicationDFUTests|RealFileSystemTransferTests|RealRepeatedWriteTests|ConformanceTests'
+    # Bluetooth LE on real BlueZ (Scripts/test-ble-bluez.sh): bluetoothd 5.66 and the kernel's Bluetooth
+    # with linked virtual controllers in QEMU guests; plain ATT at ATT MTU 517 (the whole suite) in one,
+    # EATT and MTUs 498, 247, 65 and 23 (echo and file transfer) in another. They run beside the host's
+    # suites: their tests wait on the link most of the time (a guest takes about a third of a core), and
+    # one after the other they took half the whole run. Their output follows the host's suites; they run
+    # a copy of the binaries.
+    ble_log="$(mktemp -t smp-test-ble.XXXXXX)"
+    bash Scripts/test-ble-bluez.sh --guests 2 >"$ble_log" 2>&1 </dev/null &
+    ble_pid=$!
+    stop_ble() {
+        kill -0 "$ble_pid" 2>/dev/null || return 0
+        pkill -TERM -P "$ble_pid" 2>/dev/null # ble-vm.sh: it stops its guest
+        kill -TERM "$ble_pid" 2>/dev/null
+        wait "$ble_pid" 2>/dev/null
+    }
+    trap 'stop_ble; rm -f "$log" "$ble_log"; bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"; rm -rf "$XDG_CACHE_HOME"' EXIT
+    echo "test.sh: real BlueZ started beside the host's suites (pid $ble_pid; tail -f $ble_log)"
     swift test --skip-build --skip "$real" 2>&1 | tee "$log"
     test_status=${PIPESTATUS[0]}
     step "swift test: real firmware"
@@ -57,13 +74,6 @@ else
         real_status=${PIPESTATUS[0]}
         ((test_status == 0)) && test_status=$real_status
     done
-    step "Bluetooth LE on real BlueZ (Scripts/test-ble-bluez.sh: one QEMU guest, five link configurations)"
-    # bluetoothd 5.66 and the kernel's Bluetooth with two linked virtual controllers; plain ATT at ATT MTU
-    # 517 (the whole suite), then at MTUs 498, 247, 65 and 23 (echo and file transfer). EATT is not yet
-    # reliable (Scripts/test-ble-bluez.sh --only eatt-517).
-    bash Scripts/test-ble-bluez.sh 2>&1 | tee -a "$log"
-    ble_status=${PIPESTATUS[0]}
-    ((test_status == 0)) && test_status=$ble_status
     step "soak (short): smp against smp-sim --faults over serial and UDP"
     # At most 150 s: every fault profile, a few transfers of each kind; fails on a hang or a lost byte.
     python3 Scripts/soak.py --quick --bin .build/debug 2>&1 | tee -a "$log"
@@ -80,6 +90,13 @@ else
     consumer_status=$?
     ((consumer_status == 0)) || echo "test.sh: the consumer package FAILED (exit $consumer_status)" | tee -a "$log"
     ((test_status == 0)) && test_status=$consumer_status
+    step "Bluetooth LE on real BlueZ (Scripts/test-ble-bluez.sh --guests 2: two QEMU guests, six link configurations)"
+    ble_waited=$SECONDS
+    wait "$ble_pid"
+    ble_status=$?
+    tee -a "$log" <"$ble_log"
+    echo "test.sh: real BlueZ ended $((SECONDS - ble_waited)) s after the host's suites"
+    ((test_status == 0)) && test_status=$ble_status
 fi
 
 step "summary"
