@@ -48,70 +48,58 @@ struct UploadEngine: Sendable {
             return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: limits.window, chunksSent: 1, duration: started.duration(to: clock.now))
         }
 
+        // Under remembered buffers the first chunk has a short wait of its own (the machine's
+        // `rememberedBuffersCheck`): no answer in it leads to `os params` rather than to the whole timeout.
+        var check: Duration?
+        if remembered {
+            check = SMPUploadMachine.Timing.rememberedBuffersCheck(
+                smoothedRoundTrip: await client.smoothedRoundTrip,
+                consoleLink: client.transport is any McuMgrConsoleLineTransport,
+                firstChunkTimeout: configuration.firstChunkTimeout)
+        }
         do {
-            let confirmed = LockedState(false)
-            let watched: TransferProgressHandler = { part in
-                if part.bytesTransferred > 0 { confirmed.withLock { $0 = true } }
-                progress?(part)
-            }
-            let result: UploadResult
-            do {
-                // Under remembered buffers the first chunk has a short wait of its own: no answer in it
-                // leads to `os params` (below) rather than to the whole first-chunk timeout.
-                result = try await run(
-                    source, total: total, limits: limits, progress: watched,
-                    clock: clock, started: started, firstChunkCheck: remembered ? await rememberedBuffersCheck() : nil)
-            } catch let error as McuMgrError where remembered && !confirmed.withLock({ $0 }) && Self.mayBeTooLarge(error) {
-                // The first chunk under the remembered buffers, as large as a chunk gets, went unanswered
-                // or was refused for its size: ask the device. Other buffers (other firmware at this
-                // address) replace the remembered ones; the same ones mean the device was only slow (an
-                // erase), and the upload goes on under them.
-                let memory = client.configuration.parametersMemory
-                let before = memory?.recall(client.transport.name)
-                memory?.forgetParameters(of: client.transport.name)
-                if let console = client.transport as? any McuMgrConsoleLineTransport {
-                    console.learnConsoleLines(.zephyrDefault, final: false)
+            while true {
+                switch try await run(source, total: total, limits: limits, progress: progress, clock: clock, started: started, check: check) {
+                case .finished(let result):
+                    return result
+                case .askForBuffers(let error):
+                    // Other buffers (other firmware at this address) replace the remembered ones; the same
+                    // ones mean the device was only slow (an erase), and the upload goes on under them.
+                    let memory = client.configuration.parametersMemory
+                    let before = memory?.recall(client.transport.name)
+                    memory?.forgetParameters(of: client.transport.name)
+                    if let console = client.transport as? any McuMgrConsoleLineTransport {
+                        console.learnConsoleLines(.zephyrDefault, final: false)
+                    }
+                    client.logger.warning(
+                        "\(command.name): no answer to the first chunk under the device's remembered buffers (\(error.message)); asking the device for them")
+                    (limits, remembered) = try await linkLimits(total: total, useMemory: false)
+                    if let before, before == memory?.recall(client.transport.name) {
+                        client.logger.debug("link: the device's buffers are as remembered (it was slow to answer)")
+                    }
+                    check = nil
                 }
-                client.logger.warning(
-                    "\(command.name): no answer to the first chunk under the device's remembered buffers (\(error.message)); asking the device for them")
-                (limits, remembered) = try await linkLimits(total: total, useMemory: false)
-                let after = memory?.recall(client.transport.name)
-                if let before, before == after {
-                    client.logger.debug("link: the device's buffers are as remembered (it was slow to answer)")
-                }
-                result = try await run(
-                    source, total: total, limits: limits, progress: progress,
-                    clock: clock, started: started, firstChunkCheck: nil)
             }
-            return result
-        } catch {
-            if error is CancellationError {
-                throw McuMgrError(.cancelled, "\(command.name) was cancelled")
-            }
-            throw error
+        } catch is CancellationError {
+            throw McuMgrError(.cancelled, "\(command.name) was cancelled")
         }
     }
 
-    /// How long the first chunk under remembered buffers may take before the device is asked for them:
-    /// a few round trips (at least 1 s, 2 s on a serial console, whose frames are paced in bursts), never
-    /// more than the first chunk's own timeout.
-    private func rememberedBuffersCheck() async -> Duration {
-        let rtt = await client.smoothedRoundTrip ?? .milliseconds(100)
-        let least: Duration = client.transport is any McuMgrConsoleLineTransport ? .seconds(2) : .seconds(1)
-        return min(configuration.firstChunkTimeout, max(least, rtt * 8))
+    /// How a run of the machine ended.
+    private enum RunEnd {
+        case finished(UploadResult)
+        /// The machine asks for the device's buffers (`SMPUploadMachine.Failure.buffersInDoubt`), after this error.
+        case askForBuffers(McuMgrError)
     }
 
-    /// - Parameter firstChunkCheck: when set, the chunk at offset 0 is waited for this long only, and no
-    ///   answer to it (before any other) ends the run with a timeout at once.
+    /// One run of `SMPUploadMachine` over `source`: submits its chunks, hands it each answer as read, and
+    /// does what it says. `check`: the machine's `Timing.rememberedBuffersCheck`.
     private func run(
         _ source: any UploadSource, total: Int, limits link: LinkLimits,
-        progress: TransferProgressHandler?, clock: McuMgrClock, started: McuMgrClock.Instant,
-        firstChunkCheck: Duration? = nil
-    ) async throws -> UploadResult {
+        progress: TransferProgressHandler?, clock: McuMgrClock, started: McuMgrClock.Instant, check: Duration?
+    ) async throws -> RunEnd {
         let client = self.client
-        let configuration = self.configuration
         let control = self.control
-        let command = self.command
         let name = command.name
         var machine = SMPUploadMachine(
             total: total,
@@ -120,14 +108,20 @@ struct UploadEngine: Sendable {
                 chunkLengths: try chunkLengths(total: total, messageLimit: link.packetSize),
                 maximumConsecutiveLosses: configuration.maximumTimeoutRetries,
                 maximumBusyRetries: configuration.maximumBusyRetries, busyRetryDelay: configuration.busyRetryDelay,
-                progressTimeout: configuration.chunkTimeout))
+                progressTimeout: configuration.chunkTimeout,
+                timing: SMPUploadMachine.Timing(
+                    firstChunkTimeout: configuration.firstChunkTimeout, chunkTimeout: configuration.chunkTimeout,
+                    eraseResendFloor: link.eraseResendFloor, firstChunkMayErase: command.firstChunkMayErase,
+                    everyChunkMayErase: configuration.everyChunkMayErase, rememberedBuffersCheck: check)))
         /// The machine's clock: time since the upload started.
         func now() -> SMPInstant { SMPInstant(nanoseconds: started.duration(to: clock.now).nanosecondsClamped) }
         // Rates over the last seconds of the upload, from its first chunk (not the link probe before it).
         let firstChunkTime = clock.now
         var rate = TransferRateEstimator()
         rate.record(bytes: 0, at: .zero)
+        /// The last request timeout, and the device's last error for a chunk: the words of the failures.
         var lastError: McuMgrError?
+        var rejection: McuMgrError?
 
         // Chunks are submitted one after the other (so they go out in offset order) and their requests'
         // events (resends, then the answer) come back through one stream, handled here in arrival order:
@@ -137,39 +131,45 @@ struct UploadEngine: Sendable {
         var pendingEvents = events.makeAsyncIterator()
         var handles: [SMPUploadPlanner.Chunk: (handle: McuMgrRequestHandle, submission: Int)] = [:]
         var submissions = 0
-        /// The device's error for the chunk the machine gave up on (`.rejected`).
-        var rejection: McuMgrError?
+        defer { sink.finish() }
 
         func abandon(_ chunk: SMPUploadPlanner.Chunk) async {
             guard let entry = handles.removeValue(forKey: chunk) else { return }
             await client.cancel(entry.handle)
         }
 
-        func submit(_ chunk: SMPUploadPlanner.Chunk) async throws {
-            let data = try source.read(offset: chunk.offset, length: chunk.length)
-            let payload = try request(chunk.offset, data, total)
-            // Chunks the link loses are resent after the measured round-trip timeout. The chunk at offset 0
-            // may erase a slot for seconds: not resent within the link's `eraseResendFloor` (a late
-            // copy is harmless: the device answers it with its offset, or rewrites the same first bytes).
-            // MCUboot's serial recovery erases sector by sector as the upload reaches it: there every chunk
-            // may erase (`everyChunkMayErase`), and none is resent sooner than the floor either.
-            let first = chunk.offset == 0
-            let mayErase = first ? command.firstChunkMayErase : configuration.everyChunkMayErase
-            let eraseFloor = mayErase ? link.eraseResendFloor : nil
-            let timeout = first ? (firstChunkCheck ?? configuration.firstChunkTimeout) : configuration.chunkTimeout
-            submissions += 1
-            let submission = submissions
-            let handle = try await client.submit(
-                operation: command.operation, group: command.group, command: command.command,
-                payload: payload, timeout: timeout,
-                resendFloor: eraseFloor.map { min($0, timeout / 4) }, name: name
-            ) { event in sink.yield((chunk, submission, event)) }
-            handles[chunk] = (handle, submission)
+        func abandonAll() async {
+            for chunk in Array(handles.keys) { await abandon(chunk) }
         }
 
-        /// Runs the machine's actions; true once it says the upload is finished.
-        func execute(_ actions: [SMPUploadMachine.Action]) async throws -> Bool {
-            var finished = false
+        func submit(_ chunk: SMPUploadPlanner.Chunk) async throws {
+            let payload = try request(chunk.offset, try source.read(offset: chunk.offset, length: chunk.length), total)
+            let (timeout, resendFloor) = machine.requestTiming(for: chunk)
+            submissions += 1
+            let submission = submissions
+            handles[chunk] = (
+                try await client.submit(
+                    operation: command.operation, group: command.group, command: command.command,
+                    payload: payload, timeout: timeout, resendFloor: resendFloor, name: name
+                ) { event in sink.yield((chunk, submission, event)) },
+                submission
+            )
+        }
+
+        /// The error that reports `failure`.
+        func reported(_ failure: SMPUploadMachine.Failure) -> McuMgrError {
+            if failure.report == .devicesError, let rejection { return rejection }
+            if failure.report == .requestTimeout, let lastError { return lastError }
+            switch failure.report {
+            case .timeout, .requestTimeout:
+                return McuMgrError(.timeout, (lastError.map { $0.message + " " } ?? "") + "\(name): \(failure).")
+            case .lossyLink: return McuMgrError(.timeout, "\(client.transport.name): \(failure).")
+            case .protocolViolation, .devicesError, .askForBuffers: return McuMgrError(.protocolViolation, "\(name): \(failure)")
+            }
+        }
+
+        /// Runs the machine's actions; the run's end once it says so.
+        func execute(_ actions: [SMPUploadMachine.Action]) async throws -> RunEnd? {
             for action in actions {
                 switch action {
                 case .send(let chunk):
@@ -196,105 +196,71 @@ struct UploadEngine: Sendable {
                 case .window(let window):
                     client.logger.debug("upload: \(window)")
                 case .finished:
-                    finished = true
+                    return .finished(UploadResult(
+                        totalBytes: total, resumedFrom: machine.resumedFrom ?? 0, chunkSize: machine.largestChunk,
+                        pipelineDepth: link.window, chunksSent: machine.chunksSent, duration: started.duration(to: clock.now)))
+                case .fail(.buffersInDoubt(let failure)):
+                    await abandonAll()
+                    return .askForBuffers(reported(failure))
                 case .fail(let failure):
-                    if case .rejected = failure, let rejection { throw rejection }
-                    switch failure {
-                    case .lostInARow, .noAnswer:
-                        throw McuMgrError(.timeout, (lastError.map { $0.message + " " } ?? "") + "\(name): \(failure).")
-                    case .lossy:
-                        throw McuMgrError(.timeout, "\(client.transport.name): \(failure).")
-                    default:
-                        throw McuMgrError(.protocolViolation, "\(name): \(failure)")
-                    }
+                    throw reported(failure)
                 }
             }
-            return finished
+            return nil
         }
 
         do {
-            run: while true {
+            while true {
                 try Task.checkCancellation()
                 // Paused: let the chunks in flight drain, then hold until resumed.
                 if let control, control.isPaused, machine.inFlightCount == 0 {
                     await control.waitWhilePaused()
                     try Task.checkCancellation()
                 }
-                if try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { break }
+                if let end = try await execute(machine.fill(paused: control?.isPaused == true, now: now())) { return end }
                 if machine.inFlightCount == 0 { continue }  // paused with nothing in flight
                 guard let (chunk, submission, event) = await pendingEvents.next() else { throw CancellationError() }
-                let result: Result<SMPPacket, McuMgrError>
+                let answer: SMPUploadMachine.Answer
                 switch event {
                 case .resent:
                     // The link lost something (also when this submission was replaced since: the resend
                     // went out before that).
-                    if try await execute(machine.linkResent(chunk)) { break run }
+                    if let end = try await execute(machine.linkResent(chunk)) { return end }
                     continue
-                case .answered(let answer):
-                    result = answer
-                }
-                guard let entry = handles[chunk], entry.submission == submission else {
+                case .answered(let result) where handles[chunk]?.submission != submission:
                     // An answer to a request abandoned or replaced since: nothing waits for it. An error in it
                     // answers a copy and never ends the transfer (the device's offset, from the request that
                     // replaced it or a later chunk, decides; a failed write fails that request too).
-                    if case .success(let packet) = result {
-                        do {
-                            _ = try deviceOffset(packet)
-                        } catch {
-                            client.logger.debug("upload: an answer to a replaced copy of offset \(chunk.offset) reports an error, ignored: \(error)")
-                        }
+                    do {
+                        if case .success(let packet) = result { _ = try deviceOffset(packet) }
+                    } catch {
+                        client.logger.debug("upload: an answer to a replaced copy of offset \(chunk.offset) reports an error, ignored: \(error)")
                     }
                     continue
-                }
-                handles[chunk] = nil
-                let actions: [SMPUploadMachine.Action]
-                switch result {
-                case .success(let packet):
+                case .answered(.success(let packet)):
                     do {
-                        let offset = try deviceOffset(packet)
-                        if chunk.offset > 0, offset > chunk.offset, !machine.mayHaveCopies(chunk), refusesOffset(packet) {
-                            // The device refused this chunk, sent once and never resent, yet holds bytes at its
-                            // offset: bytes no request of this upload put there. Zephyr appends a late copy of
-                            // the first chunk to the file it has open (a resend whose original was only late),
-                            // and its offset then covers both copies, which reads like this chunk's
-                            // acknowledgement when the chunks have the same length. The caller starts again.
-                            throw McuMgrError(
-                                .protocolViolation,
-                                "\(name): the device refused the chunk at offset \(chunk.offset) but holds \(offset) bytes, which this upload did not send there (a repeated first chunk was appended)")
-                        }
-                        actions = machine.answered(chunk, deviceOffset: offset, now: now())
-                    } catch let error as McuMgrError where error.returnCode == .busy {
-                        actions = machine.busy(chunk)
-                    } catch let error as McuMgrError where error.kind == .device {
-                        // After a resend the error may answer a copy (a raw-framed duplicate that reached
-                        // MCUboot cut short while it erased): resynchronised from the device, never fatal.
-                        rejection = error
-                        if machine.mayHaveCopies(chunk) {
-                            client.logger.debug("upload: offset \(chunk.offset) rejected after a resend (\(error.message)); asking the device for its offset")
-                        }
-                        actions = machine.rejected(chunk)
+                        answer = .offset(try deviceOffset(packet), refusesChunk: refusesOffset(packet))
+                    } catch let error as McuMgrError where error.returnCode == .busy || error.kind == .device {
+                        if error.returnCode != .busy { rejection = error }
+                        answer = .deviceError(error.returnCode)
                     }
-                case .failure(let error) where error.kind == .timeout:
-                    if firstChunkCheck != nil, chunk.offset == 0, machine.resumedFrom == nil {
-                        throw error  // `upload` asks the device for its buffers
-                    }
+                case .answered(.failure(let error)) where error.kind == .timeout:
                     lastError = error
-                    actions = machine.lost(chunk, now: now())
-                case .failure(let error):
+                    answer = .noAnswer
+                case .answered(.failure(let error)):
                     throw error
                 }
-                if try await execute(actions) { break }
+                handles[chunk] = nil
+                let actions = machine.handle(answer, to: chunk, now: now())
+                if case .deviceError = answer, actions.contains(.resendNow(chunk)), let rejection {
+                    client.logger.debug("upload: offset \(chunk.offset) rejected after a resend (\(rejection.message)); asking the device for its offset")
+                }
+                if let end = try await execute(actions) { return end }
             }
         } catch {
-            // Abandon what is still in flight.
-            sink.finish()
-            for entry in handles.values { await client.cancel(entry.handle) }
+            await abandonAll()  // what is still in flight
             throw error
         }
-        sink.finish()
-        return UploadResult(
-            totalBytes: total, resumedFrom: machine.resumedFrom ?? 0, chunkSize: machine.largestChunk, pipelineDepth: link.window,
-            chunksSent: machine.chunksSent, duration: started.duration(to: clock.now))
     }
 
     /// The data lengths that fit one request: at offset 0 and for each size of the offset's CBOR head.
@@ -311,16 +277,6 @@ struct UploadEngine: Sendable {
     /// Uploads of at least this many bursts at the starting console line limits are worth probing the
     /// link for longer lines and bursts first (a probe the device does not answer costs a few round trips).
     static var probeThresholdBursts: Int { 16 }
-
-
-    /// Errors of a first chunk sent under remembered buffers that may mean they no longer hold: no answer,
-    /// or rc 2 (ENOMEM), 7 (EMSGSIZE), 9 (ECORRUPT: Zephyr's UDP transport truncates a datagram larger than
-    /// its buffer, and the header then announces more than arrived).
-    static func mayBeTooLarge(_ error: McuMgrError) -> Bool {
-        if error.kind == .timeout { return true }
-        guard let rc = error.returnCode else { return false }
-        return rc == .noMemory || rc == .messageTooLarge || rc == .corrupt
-    }
 
     /// The link's limits for this upload, refined on the client (`McuMgrClient.refineLinkLimits`) with the
     /// device's buffers (`os params`; a device without them takes one request at a time) and the
