@@ -123,7 +123,7 @@ import Testing
     }
 
     @Test func noAnswerToTheFirstChunkUnderAskedBuffersIsALoss() {
-        var m = Self.machine(total: 1000)
+        var m = Self.machine(total: 1000, depth: 1)
         _ = m.fill()
         #expect(m.handle(.noAnswer, to: Self.c(0, 100)) == [])
         #expect(m.fill() == [.send(Self.c(0, 100))])
