@@ -20,6 +20,15 @@ import Testing
                 timing: timing))
     }
 
+    /// A machine of depth 1 whose first chunk the device confirmed, with the chunk at 100 sent.
+    static func pastTheFirstChunk(total: Int, timing: SMPUploadMachine.Timing = .init()) -> SMPUploadMachine {
+        var m = machine(total: total, depth: 1, timing: timing)
+        _ = m.fill()
+        _ = m.handle(.offset(100), to: c(0, 100))
+        _ = m.fill()
+        return m
+    }
+
     /// Timing with the device's buffers remembered, not asked.
     static let remembered = SMPUploadMachine.Timing(rememberedBuffersCheck: .seconds(1))
 
@@ -43,29 +52,20 @@ import Testing
     }
 
     @Test func anotherErrorWithoutACopyIsTheDevicesVerdictReportedWithItsOwnError() {
-        var m = Self.machine(total: 300, depth: 1)
-        _ = m.fill()
-        _ = m.handle(.offset(100), to: Self.c(0, 100))
-        _ = m.fill()
+        var m = Self.pastTheFirstChunk(total: 300)
         #expect(m.handle(.deviceError(McuMgrReturnCode(3)), to: Self.c(100, 100)) == [.fail(.rejected(Self.c(100, 100)))])
         #expect(SMPUploadMachine.Failure.rejected(Self.c(100, 100)).report == .devicesError)
     }
 
     @Test func anErrorAfterAResendAsksTheDeviceForItsOffset() {
-        var m = Self.machine(total: 300, depth: 1)
-        _ = m.fill()
-        _ = m.handle(.offset(100), to: Self.c(0, 100))
-        _ = m.fill()
+        var m = Self.pastTheFirstChunk(total: 300)
         _ = m.linkResent(Self.c(100, 100))
         #expect(m.handle(.deviceError(McuMgrReturnCode(3)), to: Self.c(100, 100)) == [.resendNow(Self.c(100, 100))])
         #expect(m.handle(.offset(200), to: Self.c(100, 100)) == [.progress(confirmed: 200)])
     }
 
     @Test func noAnswerIsALossAndTheChunkGoesAgain() {
-        var m = Self.machine(total: 300, depth: 1)
-        _ = m.fill()
-        _ = m.handle(.offset(100), to: Self.c(0, 100))
-        _ = m.fill()
+        var m = Self.pastTheFirstChunk(total: 300)
         #expect(m.handle(.noAnswer, to: Self.c(100, 100)) == [])
         #expect(m.fill() == [.send(Self.c(100, 100))])
         #expect(m.losses == 1)
@@ -90,10 +90,7 @@ import Testing
     }
 
     @Test func aRefusalAfterAResendResynchronises() {
-        var m = Self.machine(total: 1000, depth: 1)
-        _ = m.fill()
-        _ = m.handle(.offset(100), to: Self.c(0, 100))
-        _ = m.fill()
+        var m = Self.pastTheFirstChunk(total: 1000)
         _ = m.linkResent(Self.c(100, 100))
         #expect(m.handle(.offset(200, refusesChunk: true), to: Self.c(100, 100)) == [.progress(confirmed: 200)])
     }
@@ -143,10 +140,7 @@ import Testing
     }
 
     @Test func onceTheDeviceConfirmedAByteTheRememberedBuffersHold() {
-        var m = Self.machine(total: 1000, depth: 1, timing: Self.remembered)
-        _ = m.fill()
-        _ = m.handle(.offset(100), to: Self.c(0, 100))
-        _ = m.fill()
+        var m = Self.pastTheFirstChunk(total: 1000, timing: Self.remembered)
         #expect(m.handle(.deviceError(.noMemory), to: Self.c(100, 100)) == [.fail(.rejected(Self.c(100, 100)))])
     }
 
