@@ -1,13 +1,14 @@
 /// The chunked-upload transfer machine (images, files, SUIT envelopes): which chunk to send, how many
 /// may be in flight, what each answer means, and when to give up.
 ///
-/// Pure, like `SMPSession`: events in (an answer with the device's offset, a busy answer, a chunk lost
-/// after the session's resends, a resend the session made), actions out (send a chunk, send it again
-/// after a pause, report progress or a resumed upload, finish, fail with a reason). It owns the offset
-/// plan (`SMPUploadPlanner`: the device's offset always wins), the window (`CongestionWindow`: grows on
-/// clean answers, halves when the link loses something, never above what the device holds) and the
-/// counters that decide failure. Resend timers live in the session; the runner (`ChunkedUploader`)
-/// only reads data, builds requests and waits for answers.
+/// Pure, like `SMPSession`: events in (a chunk's answer as read, `handle(_:to:now:)`: the device's
+/// offset, an error's return code, no answer; a resend the session made), actions out (send a chunk,
+/// send it again after a pause, report progress or a resumed upload, finish, fail with a reason and how
+/// to report it, or ask for the device's buffers and start again). It owns the offset plan (`SMPUploadPlanner`: the
+/// device's offset always wins), the window (`CongestionWindow`: grows on clean answers, halves when
+/// the link loses something, never above what the device holds), each request's timeout (`Timing`)
+/// and the counters that decide failure. Resend timers live in the session; the runner
+/// (`ChunkedUploader`) only reads data, builds requests, waits for answers and reads the clock.
 public struct SMPUploadMachine: Sendable {
     public typealias Chunk = SMPUploadPlanner.Chunk
 
@@ -46,12 +47,16 @@ public struct SMPUploadMachine: Sendable {
         /// The longest time without progress: a chunk lost again (sent twice) when the device has confirmed
         /// nothing for this long ends the upload (`--timeout`). Nil leaves it to `maximumConsecutiveLosses`.
         public var progressTimeout: Duration?
+        /// How long each request waits for its answer.
+        public var timing: Timing
 
         public init(
             depth: Int, alignment: Int = 1, chunkLengths: ChunkLengths, maximumConsecutiveLosses: Int = 3,
-            maximumBusyRetries: Int = 50, busyRetryDelay: Duration = .milliseconds(100), progressTimeout: Duration? = nil
+            maximumBusyRetries: Int = 50, busyRetryDelay: Duration = .milliseconds(100), progressTimeout: Duration? = nil,
+            timing: Timing = .init()
         ) {
             self.progressTimeout = progressTimeout
+            self.timing = timing
             self.depth = max(1, depth)
             self.alignment = max(1, alignment)
             self.chunkLengths = chunkLengths
@@ -59,6 +64,58 @@ public struct SMPUploadMachine: Sendable {
             self.maximumBusyRetries = maximumBusyRetries
             self.busyRetryDelay = busyRetryDelay
         }
+    }
+
+    /// How long a chunk's request waits for its answer, and how soon the session may send it again.
+    public struct Timing: Sendable, Hashable {
+        /// For the chunk at offset 0, which may erase a whole slot.
+        public var firstChunkTimeout: Duration
+        /// For every other chunk.
+        public var chunkTimeout: Duration
+        /// The link's `LinkLimits.eraseResendFloor`: a chunk that may erase is not resent sooner (nor
+        /// sooner than a quarter of its timeout). Nil: the session's own timer decides.
+        public var eraseResendFloor: Duration?
+        /// The chunk at offset 0 may erase (an image slot).
+        public var firstChunkMayErase: Bool
+        /// Every chunk may erase (MCUboot's serial recovery erases sector by sector as the upload reaches it).
+        public var everyChunkMayErase: Bool
+        /// Set when the device's buffers are remembered rather than asked: the chunk at offset 0 waits this
+        /// long only, and before the device confirmed a byte, no answer to it (or another failure that may
+        /// mean the buffers no longer hold) asks the device for them (`askForBuffers`).
+        public var rememberedBuffersCheck: Duration?
+
+        public init(
+            firstChunkTimeout: Duration = .seconds(40), chunkTimeout: Duration = .seconds(10), eraseResendFloor: Duration? = nil,
+            firstChunkMayErase: Bool = true, everyChunkMayErase: Bool = false, rememberedBuffersCheck: Duration? = nil
+        ) {
+            self.firstChunkTimeout = firstChunkTimeout
+            self.chunkTimeout = chunkTimeout
+            self.eraseResendFloor = eraseResendFloor
+            self.firstChunkMayErase = firstChunkMayErase
+            self.everyChunkMayErase = everyChunkMayErase
+            self.rememberedBuffersCheck = rememberedBuffersCheck
+        }
+
+        /// How long the first chunk under remembered buffers may take before the device is asked for them:
+        /// a few round trips (at least 1 s, 2 s on a serial console, whose frames are paced in bursts), never
+        /// more than the first chunk's own timeout.
+        public static func rememberedBuffersCheck(
+            smoothedRoundTrip: Duration?, consoleLink: Bool, firstChunkTimeout: Duration
+        ) -> Duration {
+            let least: Duration = consoleLink ? .seconds(2) : .seconds(1)
+            return min(firstChunkTimeout, max(least, (smoothedRoundTrip ?? .milliseconds(100)) * 8))
+        }
+    }
+
+    /// A chunk's answer as the runner read it, before any judgement.
+    public enum Answer: Sendable, Hashable {
+        /// The device's next offset. `refusesChunk`: the answer refuses the chunk for its offset and names
+        /// the device's own instead (Zephyr's fs error 11 with `len`): the device took none of the chunk.
+        case offset(Int, refusesChunk: Bool = false)
+        /// A device error with this return code (`rc 10`, busy, is sent again after a pause).
+        case deviceError(McuMgrReturnCode?)
+        /// No answer within the request's timeout, after the session's resends.
+        case noAnswer
     }
 
     /// What the runner must do.
@@ -84,7 +141,7 @@ public struct SMPUploadMachine: Sendable {
         case window(CongestionWindow)
         /// Every byte is confirmed.
         case finished
-        /// The upload cannot go on.
+        /// The upload cannot go on (under these limits: see `Failure.buffersInDoubt`).
         case fail(Failure)
     }
 
@@ -107,6 +164,16 @@ public struct SMPUploadMachine: Sendable {
         /// The device rejected this chunk (an error other than busy) when no copy of it could have confused
         /// the device, or again after every resynchronisation: its own error says why.
         case rejected(Chunk)
+        /// The device refused this chunk, sent once and never resent, yet holds bytes past its offset: bytes
+        /// no request of this upload put there (Zephyr appended a late copy of the first chunk to its file).
+        case appendedCopy(Chunk, deviceOffset: Int)
+        /// The chunk at offset 0 got no answer within `Timing.rememberedBuffersCheck`.
+        case firstChunkUnanswered
+        /// Under remembered buffers (`Timing.rememberedBuffersCheck`), before the device confirmed a byte,
+        /// the upload failed in a way that may mean they no longer hold (no answer, or a request refused
+        /// for its size): the runner abandons what is in flight, asks the device for its buffers and starts
+        /// again under them (reported as `askForBuffers`). The failure says what happened.
+        indirect case buffersInDoubt(Failure)
 
         public var description: String {
             switch self {
@@ -126,6 +193,40 @@ public struct SMPUploadMachine: Sendable {
                 return "stalled at offset \(confirmed) of \(total); retry the upload"
             case .rejected(let chunk):
                 return "the device rejected the chunk at offset \(chunk.offset)"
+            case .appendedCopy(let chunk, let offset):
+                return "the device refused the chunk at offset \(chunk.offset) but holds \(offset) bytes, which this upload did not send there (a repeated first chunk was appended)"
+            case .firstChunkUnanswered:
+                return "no answer to the first chunk under the device's remembered buffers"
+            case .buffersInDoubt(let failure):
+                return failure.description
+            }
+        }
+
+        /// How the runner reports a failure (the error kinds live above the core).
+        public enum Report: Sendable, Hashable {
+            /// With the device's own error for the chunk.
+            case devicesError
+            /// With the chunk request's own timeout error.
+            case requestTimeout
+            /// As a timeout of the upload, after the last request timeout's words.
+            case timeout
+            /// As a timeout of the link, which loses too much.
+            case lossyLink
+            /// As the device breaking the protocol.
+            case protocolViolation
+            /// Not at all: ask the device for its buffers and start again (`buffersInDoubt`).
+            case askForBuffers
+        }
+
+        /// How the runner reports this failure.
+        public var report: Report {
+            switch self {
+            case .rejected: return .devicesError
+            case .firstChunkUnanswered: return .requestTimeout
+            case .lostInARow, .noAnswer: return .timeout
+            case .lossy: return .lossyLink
+            case .offsetOutside, .noProgress, .busy, .stalled, .appendedCopy: return .protocolViolation
+            case .buffersInDoubt: return .askForBuffers
             }
         }
     }
@@ -153,6 +254,10 @@ public struct SMPUploadMachine: Sendable {
     /// A resend since the last answer: the window already halved for it, and the next answer does not
     /// grow it again.
     private var resentSinceAnswer = false
+    /// The device confirmed a byte of this upload.
+    private var confirmedAny = false
+    /// The return code of the last device error handed to `handle` (`rejected`).
+    private var lastRejection: McuMgrReturnCode?
     /// `linkResends` when each chunk was first sent.
     private var resendsWhenFirstSent: [Chunk: Int] = [:]
     /// Chunks sent (or resent by the session) more than once: a copy of each may reach the device.
@@ -194,6 +299,68 @@ public struct SMPUploadMachine: Sendable {
             return [.fail(.stalled(confirmed: planner.confirmedOffset, total: total))]
         }
         return actions
+    }
+
+    /// How long `chunk`'s request waits for its answer, and the earliest the session may resend it (nil:
+    /// its own timer decides). The chunk at offset 0 may erase a slot for seconds: not resent within the
+    /// link's erase floor (a late copy is harmless: the device answers it with its offset, or rewrites the
+    /// same first bytes); with `everyChunkMayErase`, no chunk is.
+    public func requestTiming(for chunk: Chunk) -> (timeout: Duration, resendFloor: Duration?) {
+        let timing = limits.timing
+        let first = chunk.offset == 0
+        let timeout = first ? (timing.rememberedBuffersCheck ?? timing.firstChunkTimeout) : timing.chunkTimeout
+        let mayErase = first ? timing.firstChunkMayErase : timing.everyChunkMayErase
+        return (timeout, mayErase ? timing.eraseResendFloor.map { min($0, timeout / 4) } : nil)
+    }
+
+    /// The device answered `chunk` (or did not): an offset goes to `answered` (unless it shows bytes this
+    /// upload did not send, below), rc 10 to `busy`, another error to `rejected`, no answer to `lost`.
+    ///
+    /// A refusal (`refusesChunk`) of a chunk past offset 0, sent once and never resent, that names an offset
+    /// past the chunk's means the device holds bytes no request of this upload put there: Zephyr appends a
+    /// late copy of the first chunk to the file it has open (a resend whose original was only late), and
+    /// its offset then covers both copies, which reads like this chunk's acknowledgement when the chunks
+    /// have the same length. The upload fails (`.appendedCopy`); the caller starts again.
+    ///
+    /// Under remembered buffers, no answer to the first chunk (before any other answer) asks for the
+    /// device's buffers at once, and so does a failure that may mean they no longer hold (`buffersInDoubt`).
+    public mutating func handle(_ answer: Answer, to chunk: Chunk, now: SMPInstant = .zero) -> [Action] {
+        guard !failed else { return [] }
+        switch answer {
+        case .offset(let offset, let refusesChunk):
+            if refusesChunk, chunk.offset > 0, offset > chunk.offset, !mayHaveCopies(chunk) {
+                failed = true
+                return [.fail(.appendedCopy(chunk, deviceOffset: offset))]
+            }
+            return answered(chunk, deviceOffset: offset, now: now)
+        case .deviceError(let code) where code == .busy:
+            return busy(chunk)
+        case .deviceError(let code):
+            lastRejection = code
+            return doubtingBuffers(rejected(chunk))
+        case .noAnswer:
+            if limits.timing.rememberedBuffersCheck != nil, chunk.offset == 0, resumedFrom == nil {
+                failed = true
+                return [.fail(.buffersInDoubt(.firstChunkUnanswered))]
+            }
+            return doubtingBuffers(lost(chunk, now: now))
+        }
+    }
+
+    /// Under remembered buffers, before the device confirmed a byte, a failure that may mean the buffers
+    /// no longer hold asks for them instead: no answer (`lostInARow`, `noAnswer`, `lossy`), or a rejection
+    /// with rc 2 (ENOMEM), 7 (EMSGSIZE) or 9 (ECORRUPT: Zephyr's UDP transport truncates a datagram larger
+    /// than its buffer, and the header then announces more than arrived).
+    private func doubtingBuffers(_ actions: [Action]) -> [Action] {
+        guard limits.timing.rememberedBuffersCheck != nil, !confirmedAny, case .fail(let failure)? = actions.last else {
+            return actions
+        }
+        switch failure {
+        case .lostInARow, .noAnswer, .lossy: break
+        case .rejected where [.noMemory, .messageTooLarge, .corrupt].contains(lastRejection): break
+        default: return actions
+        }
+        return actions.dropLast() + [.fail(.buffersInDoubt(failure))]
     }
 
     /// The session sent `chunk`'s request again: no answer came within the round-trip timeout, so the
@@ -346,6 +513,7 @@ public struct SMPUploadMachine: Sendable {
     private mutating func afterAnswer(progressFrom before: Int) -> [Action] {
         if planner.confirmedOffset > before {
             answersWithoutProgress = 0
+            confirmedAny = true
             return [.progress(confirmed: planner.confirmedOffset)]
         }
         answersWithoutProgress += 1
