@@ -4,7 +4,8 @@
 # comes back as another peripheral: SMP_BLE_LOADER_ADAPTER/_ADDRESS) and bluetoothd 5.66
 # (Scripts/ble-vm.sh --controllers 3), and runs RealBlueZTests in it once for each link configuration,
 # restarting only bluetoothd in between:
-#   att-517    [GATT] Channels 1 (plain ATT, as most Zephyr devices), ATT MTU 517   the whole suite
+#   att-517    [GATT] Channels 1 (plain ATT, as most Zephyr devices), ATT MTU 517   the whole suite, in
+#              two parts: att-517-bonds (pairing, the firmware loader, the long swap) and the rest
 #   eatt-517   Channels 3 (ATT + 2 EATT bearers, BlueZ's default), MTU 517   the whole suite but
 #              the relearning test: bluetoothd 5.66 reorders the pieces of a longer request over its
 #              bearers, so smp sends single writes there (its reassembly probe goes unanswered)
@@ -13,7 +14,7 @@
 # bluezoo (Scripts/ble-rig.sh) stays for the fast D-Bus tests; this is the real stack.
 #
 #   test-ble-bluez.sh [--only NAME[,NAME...]] [--guests N] [--logs DIR [--btmon]] [-- TEST-BUNDLE-ARGS...]
-#       --guests N: N guests side by side (default 1), the first for att-517, the others share the rest;
+#       --guests N: N guests side by side (default 1) share the configurations out by their usual time;
 #           each guest's output is printed when all have ended
 #       --logs DIR: the guest's logs (bluetoothd, btvirt, console; with --btmon an HCI trace) end up in DIR
 #           (without it they are kept in a directory of their own, printed, only when a configuration fails)
@@ -26,10 +27,16 @@ set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
-# name:[GATT] Channels:ExchangeMTU:suite[:device MTU]. bluetoothd cannot offer an ATT MTU below 48 (the
-# kernel refuses its L2CAP options), so MTU 23 is the device's own: smp-sim --ble-mtu 23 and mtu=23 in the
-# URI, over a link that could carry more.
-configurations=(att-517:1:517:full eatt-517:3:517:eatt att-498:1:498:link att-247:1:247:link att-65:1:65:link att-23:1:517:link:23)
+# name:[GATT] Channels:ExchangeMTU:suite:device MTU:part:seconds. bluetoothd cannot offer an ATT MTU below
+# 48 (the kernel refuses its L2CAP options), so MTU 23 is the device's own: smp-sim --ble-mtu 23 and
+# mtu=23 in the URI, over a link that could carry more.
+# part: the whole suite at MTU 517 runs in two parts that two guests can share: att-517-bonds (pairing,
+# the firmware loader, the swap longer than BlueZ's timeouts) and att-517 (the rest); `--only att-517`
+# names both. seconds: about what the configuration took in a guest beside the host's suites with every
+# core busy, to share the configurations out over --guests.
+configurations=(att-517:1:517:full::rest:300 att-517-bonds:1:517:full::bonds:300 eatt-517:3:517:eatt:::320
+    att-498:1:498:link:::40 att-247:1:247:link:::40 att-65:1:65:link:::40 att-23:1:517:link:23::55)
+bonds='RealBlueZTests/(justWorksPairsOnFirstUse|pairingByNumericComparisonListingAndForgetting|pairOnFirstUseWithThePasskeyTheDeviceShows|aDeviceThatWantsAPasskeySaysHowToPair|firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName|firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts)'
 # Every configuration runs unless --only names some.
 default_skip=","
 
@@ -39,15 +46,21 @@ if [[ "${1:-}" == "--in-guest" ]]; then
     shift
     bundle="$SMP_BIN_DIR/tests.xctest"
     # The whole suite, unless the arguments name tests of their own (filters add up).
-    filter=(--filter RealBlueZTests)
-    [[ " $* " == *" --filter "* ]] && filter=()
+    own_filter=""
+    [[ " $* " == *" --filter "* ]] && own_filter=1
     passed=0 failed=0 names=()
     for entry in "${configurations[@]}"; do
-        IFS=: read -r name channels mtu suite device_mtu <<<"$entry"
-        if [[ -z "$only" ]]; then
-            [[ "$default_skip" != *",$name,"* ]] || continue
-        else
-            [[ ",$only," == *",$name,"* ]] || continue
+        IFS=: read -r name channels mtu suite device_mtu part _ <<<"$entry"
+        [[ ",$only," == *",$name,"* ]] || continue
+        # The part of the suite; tests named in the arguments run in the configuration's first part only.
+        case "$part" in
+            rest) filter=(--filter RealBlueZTests --skip "$bonds") ;;
+            bonds) filter=(--filter "$bonds") ;;
+            *) filter=(--filter RealBlueZTests) ;;
+        esac
+        if [[ -n "$own_filter" ]]; then
+            [[ "$part" == bonds ]] && continue
+            filter=()
         fi
         started=$SECONDS
         if ! $BLE_VM_RESTART_BLUETOOTHD "channels=$channels" "mtu=$mtu"; then
@@ -97,24 +110,38 @@ done
 bundle="$(ls -d .build/debug/*PackageTests.xctest 2>/dev/null | head -1)"
 [[ -x .build/debug/smp && -x .build/debug/smp-sim && -n "$bundle" ]] ||
     { echo "test-ble-bluez: build first (swift build --build-tests)" >&2; exit 1; }
-# The configurations to run, in order.
+# The configurations to run (a name in --only also names its parts: att-517 is att-517 and att-517-bonds).
 selected=()
+declare -A seconds=()
 for entry in "${configurations[@]}"; do
-    name="${entry%%:*}"
+    IFS=: read -r name _ _ _ _ _ weight <<<"$entry"
+    seconds[$name]=$weight
     if [[ -z "$only" ]]; then
         [[ "$default_skip" != *",$name,"* ]] && selected+=("$name")
-    elif [[ ",$only," == *",$name,"* ]]; then
-        selected+=("$name")
+    else
+        for wanted in ${only//,/ }; do
+            if [[ "$name" == "$wanted" || "$name" == "$wanted"-* ]]; then selected+=("$name"); break; fi
+        done
     fi
 done
 ((${#selected[@]})) || { echo "test-ble-bluez: no configuration named ${only:-(none)}" >&2; exit 64; }
-# With --guests N the configurations share N guests that run side by side: the first takes the first
-# configuration (att-517's whole suite, about as long as all the others), the others the rest in turn.
+# With --guests N the configurations share N guests that run side by side: the longest first, each to the
+# guest with the least to do so far; a guest runs its own in the order above.
 ((guests > ${#selected[@]})) && guests=${#selected[@]}
-groups=()
-for i in "${!selected[@]}"; do
-    if ((guests == 1 || i == 0)); then g=0; else g=$((1 + (i - 1) % (guests - 1))); fi
-    groups[g]="${groups[g]:+${groups[g]},}${selected[i]}"
+groups=() load=() assigned=()
+for ((g = 0; g < guests; g++)); do load[g]=0; done
+for name in $(for n in "${selected[@]}"; do echo "${seconds[$n]} $n"; done | sort -k1,1nr -s | cut -d' ' -f2); do
+    least=0
+    for ((g = 1; g < guests; g++)); do ((load[g] < load[least])) && least=$g; done
+    load[least]=$((load[least] + seconds[$name]))
+    assigned+=("$name=$least")
+done
+for name in "${selected[@]}"; do
+    for pair in "${assigned[@]}"; do
+        [[ "${pair%=*}" == "$name" ]] || continue
+        g="${pair#*=}"
+        groups[g]="${groups[g]:+${groups[g]},}$name"
+    done
 done
 # The guests run a copy of the binaries, so that a build while they run changes nothing under them.
 export SMP_BIN_DIR

@@ -48,13 +48,13 @@ else
     # their own after the rest: beside the whole suite on 2 cores their devices answer seconds late.
     real='RealFirmwareTests|RealSerialRecoveryDFUTests|RealSingleApplicationDFUTests|RealFileSystemTransferTests|RealRepeatedWriteTests|ConformanceTests'
     # Bluetooth LE on real BlueZ (Scripts/test-ble-bluez.sh): bluetoothd 5.66 and the kernel's Bluetooth
-    # with linked virtual controllers in QEMU guests; plain ATT at ATT MTU 517 (the whole suite) in one,
-    # EATT and MTUs 498, 247, 65 and 23 (echo and file transfer) in another. They run beside the host's
-    # suites: their tests wait on the link most of the time (a guest takes about a third of a core), and
-    # one after the other they took half the whole run. Their output follows the host's suites; they run
-    # a copy of the binaries.
+    # with linked virtual controllers in three QEMU guests that share the configurations: plain ATT at ATT
+    # MTU 517 (the whole suite, in two parts), EATT, and MTUs 498, 247, 65 and 23 (echo and file
+    # transfer). They run beside the host's suites: their tests wait on the link most of the time (a
+    # guest takes about a third of a core), and one after the other they took half the whole run. Their
+    # output follows the host's suites; they run a copy of the binaries.
     ble_log="$(mktemp -t smp-test-ble.XXXXXX)"
-    bash Scripts/test-ble-bluez.sh --guests 2 >"$ble_log" 2>&1 </dev/null &
+    bash Scripts/test-ble-bluez.sh --guests 3 >"$ble_log" 2>&1 </dev/null &
     ble_pid=$!
     stop_ble() {
         kill -0 "$ble_pid" 2>/dev/null || return 0
@@ -90,7 +90,7 @@ else
     consumer_status=$?
     ((consumer_status == 0)) || echo "test.sh: the consumer package FAILED (exit $consumer_status)" | tee -a "$log"
     ((test_status == 0)) && test_status=$consumer_status
-    step "Bluetooth LE on real BlueZ (Scripts/test-ble-bluez.sh --guests 2: two QEMU guests, six link configurations)"
+    step "Bluetooth LE on real BlueZ (Scripts/test-ble-bluez.sh --guests 3: three QEMU guests, six link configurations)"
     ble_waited=$SECONDS
     wait "$ble_pid"
     ble_status=$?
