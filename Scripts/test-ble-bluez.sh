@@ -146,8 +146,9 @@ done
 # The guests run a copy of the binaries, so that a build while they run changes nothing under them.
 export SMP_BIN_DIR
 SMP_BIN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/smp-ble-bin.XXXXXX")" || exit 1
+# The guests' ble-vm.sh processes (with --guests over 1): each stops its guest on SIGTERM.
 pids=()
-trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null; done; wait; rm -rf "$SMP_BIN_DIR"' EXIT
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; rm -rf "$SMP_BIN_DIR"' EXIT
 cp .build/debug/smp .build/debug/smp-sim "$SMP_BIN_DIR/" && cp "$bundle" "$SMP_BIN_DIR/tests.xctest" || exit 1
 # Without --logs the guests' logs go to a directory of their own that is kept, and named, only when a
 # configuration fails: a failure in CI can be read afterwards.
@@ -158,6 +159,10 @@ run_guest() { # run_guest LOGDIR CONFIGURATIONS [TEST-BUNDLE-ARGS...]
     shift 2
     [[ -n "$dir" ]] && vm_args+=(--logs "$dir")
     [[ -n "$btmon" ]] && vm_args+=(--btmon)
+    # In a background subshell ble-vm.sh takes the subshell's place, so that its pid is the one to stop.
+    if ((BASHPID != $$)); then
+        exec bash Scripts/ble-vm.sh "${vm_args[@]}" -- bash Scripts/test-ble-bluez.sh --in-guest "$names" "$@"
+    fi
     bash Scripts/ble-vm.sh "${vm_args[@]}" -- bash Scripts/test-ble-bluez.sh --in-guest "$names" "$@"
 }
 status=0
