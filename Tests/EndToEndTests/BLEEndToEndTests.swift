@@ -254,6 +254,26 @@ struct BLEEndToEndTests {
         }
     }
 
+    /// `smp ble forget` on a device BlueZ knows without a bond (any discovery re-creates its record): the
+    /// record goes, but nothing was forgotten, and the exit status says so; then the device is not known.
+    @Test func forgettingADeviceWithoutABondSaysSoAndExits1() async throws {
+        try await withBLESimulator { session in
+            expectSuccess(try await session.smp(["os", "echo", "known now"]))
+            let forget = try await ProcessRunner.run(
+                TestEnvironment.smp, ["ble", "forget", BLERig.peripheralAddress, "--adapter", BLERig.centralAdapter], timeout: 30,
+                environment: session.rig.environment)
+            #expect(forget.status == 1, "\(forget)")
+            #expect(forget.stdout.contains("was not paired with this adapter"), "\(forget)")
+            #expect(!forget.stdout.contains("its bond"), "\(forget)")
+            let again = try await ProcessRunner.run(
+                TestEnvironment.smp, ["ble", "forget", BLERig.peripheralAddress, "--adapter", BLERig.centralAdapter, "--json"],
+                timeout: 30, environment: session.rig.environment)
+            #expect(again.status == 1, "\(again)")
+            #expect(jsonObject(again)?["removed"] as? Bool == false, "\(again)")
+            #expect(jsonObject(again)?["bond"] as? Bool == false, "\(again)")
+        }
+    }
+
     @Test func resetThenTheNextCommandReconnects() async throws {
         try await withBLESimulator { session in
             expectSuccess(try await session.smp(["os", "reset"]))

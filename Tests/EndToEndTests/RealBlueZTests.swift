@@ -344,12 +344,10 @@ struct RealBlueZTests {
     /// starts unpaired, and waits until BlueZ has seen the device again (forgetting it removed the
     /// client's device object, and this rig's scans miss an advertiser now and then).
     func forgetBothEnds(_ session: Session) async throws {
-        let forgotten = try await smp(["ble", "forget", RealBlueZ.deviceAddress, "--adapter", RealBlueZ.clientAdapter], session)
+        _ = try await smp(["ble", "forget", RealBlueZ.deviceAddress, "--adapter", RealBlueZ.clientAdapter], session)
         _ = try await smp(["ble", "forget", RealBlueZ.clientAddress, "--adapter", RealBlueZ.deviceAdapter], session)
-        if forgotten.status == 0 {
-            if try await RealBlueZ.scansUntilSeen() == nil {
-                Issue.record("BlueZ never saw \(RealBlueZ.deviceAddress) again: \(await RealBlueZ.whyUnseen())")
-            }
+        if try await RealBlueZ.scansUntilSeen() == nil {
+            Issue.record("BlueZ never saw \(RealBlueZ.deviceAddress) again: \(await RealBlueZ.whyUnseen())")
         }
     }
 
@@ -394,8 +392,11 @@ struct RealBlueZTests {
             #expect(bonds.stdout.contains(address), "\(bonds)")
             let forget = try await smp(["ble", "forget", address, "--adapter", adapter], session)
             expectSuccess(forget)
+            // A second time there is no bond to remove (the rig's discovery may have re-created BlueZ's
+            // record of the advertising device in between: it holds no bond either).
             let forgetAgain = try await smp(["ble", "forget", address, "--adapter", adapter], session)
             #expect(forgetAgain.status == 1, "\(forgetAgain)")
+            #expect(!forgetAgain.stdout.contains("its bond"), "\(forgetAgain)")
             _ = try await smp(["ble", "forget", RealBlueZ.clientAddress, "--adapter", RealBlueZ.deviceAdapter], session)
         }
     }

@@ -185,7 +185,11 @@ extension BLECommand {
         static let configuration = CommandConfiguration(
             commandName: "forget",
             abstract: "Remove a device and its bond from this computer (after the device erased its bonds, or to pair afresh).",
-            discussion: "Exits 0 when the device was removed, 1 when the adapter did not know it.")
+            discussion: """
+                Exits 0 when the device's bond was removed, 1 when the adapter held no bond for it (what BlueZ \
+                knew of an unpaired device, e.g. its services, is removed all the same: the next connection \
+                reads them afresh).
+                """)
 
         @Argument(help: "The device's address (AA:BB:CC:DD:EE:FF).")
         var device: String
@@ -202,13 +206,22 @@ extension BLECommand {
                 throw ValidationError("\(device) is not a Bluetooth address (AA:BB:CC:DD:EE:FF)")
             }
             do {
+                // BlueZ re-creates an advertising device's object whenever a discovery (any program's) sees it,
+                // so a device is often known without a bond: only a removed bond counts as forgotten.
+                let paired = try await BLEBonds.bonds(adapter: adapter).1.contains { $0.address == address }
                 let removed = try await BLEBonds.forget(address, adapter: adapter)
                 if json {
-                    Terminal.print(JSONRendering.render(.textMap(["address": .text(address.rawValue), "removed": .bool(removed)])))
+                    Terminal.print(JSONRendering.render(.textMap([
+                        "address": .text(address.rawValue), "removed": .bool(removed), "bond": .bool(removed && paired),
+                    ])))
+                } else if removed && paired {
+                    Terminal.print("removed \(address) and its bond")
+                } else if removed {
+                    Terminal.print("\(address) was not paired with this adapter: removed what BlueZ knew of it (the next connection reads its services afresh)")
                 } else {
-                    Terminal.print(removed ? "removed \(address) and its bond" : "\(address) is not known to this adapter")
+                    Terminal.print("\(address) is not known to this adapter")
                 }
-                if !removed { throw ExitCode(1) }
+                if !(removed && paired) { throw ExitCode(1) }
             } catch let error as McuMgrError {
                 CommandRunner.report(error, json: json)
                 throw ExitCode(ExitStatus.code(for: error.kind))
