@@ -10,7 +10,8 @@
 #       most two 128-byte lines per frame
 #   (c) `smp os echo` as a whole process, median of 20 runs over UDP
 #   (d) a 1 MiB MCUboot image: `smp dfu --mode upload-only` against `smpmgr upgrade`, over UDP and over the
-#       1,000,000 baud pty, with the serial ceiling for image-upload chunks
+#       1,000,000 baud pty, with the serial ceiling for image-upload chunks; (d2) the same over UDP to a
+#       device with Zephyr's UDP buffers (two per request in flight, drops when none is free)
 #   (e) the real Zephyr / MCUboot builds: Scripts/bench-firmware.sh (echo, 4 KiB fs transfers, image uploads
 #       through MCUboot serial recovery and on a Cortex-M0 under QEMU, against smpclient)
 #   (f) the stripped sizes of the static release smp and smp-sim, and whether Foundation/ICU are linked
@@ -139,14 +140,17 @@ PY
 # median turnaround for a frame of that size whose answer is short (a padded `os params` read).
 small=$((64 << 10))
 head -c "$small" /dev/urandom >"$work/small.bin"
-# (sim_start gives the benchmarks large buffers without line limits: Zephyr's defaults again here.)
-start_sim 1 --pty-link "$work/tty" --baud "$baud" --buf-size 384 --rx-lines 2
+# (sim_start gives the benchmarks large buffers without line limits: Zephyr's defaults again here.) A port
+# of its own: smp remembers each port's buffers and line limits, and this device is not row (b)'s; on
+# row (b)'s port the first chunk would first test what smp remembered there (2 s, then `os params`).
+tty="$work/tty-zephyr"
+start_sim 1 --pty-link "$tty" --baud "$baud" --buf-size 384 --rx-lines 2
 frame=182  # the largest SMP packet in two 127-byte console lines
-turnaround=$("$py" Scripts/bench_link_ceiling.py "$work/tty" "$frame" --request params --count 50 |
+turnaround=$("$py" Scripts/bench_link_ceiling.py "$tty" "$frame" --request params --count 50 |
     "$py" -c 'import json,sys; print(json.load(sys.stdin)["median_seconds"])')
-zephyr_smp=$("$smp" --device "serial:$work/tty" --json fs upload "$work/small.bin" /lfs1/bench-small.bin |
+zephyr_smp=$("$smp" --device "serial:$tty" --json fs upload "$work/small.bin" /lfs1/bench-small.bin |
     "$py" -c 'import json,sys; print(json.load(sys.stdin)["transfer_seconds"])')
-zephyr_theirs=$("$py" Scripts/bench_firmware_smpclient.py --serial "$work/tty" --frames lines:128:2 --timeout 10 \
+zephyr_theirs=$("$py" Scripts/bench_firmware_smpclient.py --serial "$tty" --frames lines:128:2 --timeout 10 \
     --fs-upload 1 --file "$work/small.bin" --dest /lfs1/bench-small-py.bin |
     "$py" -c 'import json,sys
 for line in sys.stdin:
@@ -321,6 +325,22 @@ print(f"dfu serial ceiling: {baud} baud / 10 x image-chunk payload fraction {dat
 print(f"dfu serial 1MiB image @ {baud} baud: smp dfu upload phase {size/dfu_serial/mib:.3f} MiB/s ({dfu_serial:.2f} s) ="
       f" {100*size/dfu_serial/ceiling:.1f}% of ceiling (target >= 90%); whole process {dfu_serial_wall:.2f} s;"
       f" smpmgr upgrade {mgr_serial:.2f} s whole process, ratio {mgr_serial/dfu_serial_wall:.2f}x")
+PY
+
+# (d2) the same upgrade over UDP to Zephyr's UDP buffers (smp-sim --udp-queue zephyr, 4 x 2048 B: a request
+# holds two buffers until it is answered on the device's 10 ms tick, and a datagram that finds none is
+# dropped): `smp dfu` keeps buf_count / 2 = 2 chunks in flight, what such a device takes (buf_count - 1
+# loses every third chunk and waits for its resend); smpmgr sends one at a time. Once each.
+read -r dfu_zephyr dfu_zephyr_wall <<<"$(runs=1 time_smp_dfu --udp 127.0.0.1:0 --udp-queue zephyr)"
+read -r mgr_zephyr mgr_zephyr_inner <<<"$(time_smpmgr_upgrade 1 --udp 127.0.0.1:0 --udp-queue zephyr)"
+"$py" - "$fw_size" "$dfu_zephyr" "$dfu_zephyr_wall" "$mgr_zephyr" "$mgr_zephyr_inner" <<'PY'
+import sys
+size = int(sys.argv[1])
+ours, wall, theirs, theirs_inner = map(float, sys.argv[2:6])
+mib = 1 << 20
+print(f"dfu udp 1MiB image to Zephyr's UDP buffers (4 x 2048 B, 10 ms tick): smp dfu upload phase {ours:.2f} s ="
+      f" {size/ours/mib:.2f} MiB/s, whole process {wall:.2f} s; smpmgr upgrade {theirs:.2f} s whole process,"
+      f" {theirs_inner:.2f} s after its imports; ratio {theirs_inner/wall:.2f}x")
 PY
 
 # (g) scale: 1, 16 and 64 simulated boards upgraded by one `smp dfu` (Scripts/bench-scale.sh)
