@@ -9,10 +9,14 @@ import McuMgrCore
 /// one fact of a `BLEDeviceProfile` that costs a probe), with the SMP buffer size it had then: a device
 /// whose `os params` answer another size (new firmware) is probed afresh. A probe that went unanswered
 /// (pieces out of order on the link, as with BlueZ's EATT) is a fact of the link more than of the device
-/// and is trusted for a day, then probed again. A JSON file, written atomically; unreadable or odd
-/// entries are ignored.
+/// and is trusted for a day, then probed again. It also keeps when this tool last asked BlueZ to
+/// disconnect each device (`noteDisconnectRequested`): BlueZ disconnects two seconds after it is asked, and
+/// a command that exits without waiting for that tells the next one to wait instead of taking the
+/// connection that is about to end. A JSON file, written atomically; unreadable or odd entries are
+/// ignored.
 public struct BLEDeviceMemory: Sendable, Hashable {
-    /// The file: an object of device address -> {"buf": N, "reassembly": B, "unanswered": B, "seen": T}.
+    /// The file: an object of device address -> {"buf": N, "reassembly": B, "unanswered": B, "seen": T,
+    /// "disconnect": T} (T: seconds since 1970; "disconnect" with a fraction).
     public let file: URL
 
     public init(file: URL) { self.file = file }
@@ -41,9 +45,27 @@ public struct BLEDeviceMemory: Sendable, Hashable {
     /// Records what was learned about `device`. Failures to write are ignored: the memory only saves time.
     public func remember(_ profile: BLEDeviceProfile, for device: String, now: Int? = nil) {
         guard let reassembles = profile.reassembles else { return }
-        cache.store(
-            Entry(buf: profile.bufferSize, reassembly: reassembles, unanswered: profile.piecesArriveOutOfOrder ? true : nil, seen: now ?? DeviceCacheFile<Entry>.now),
-            for: device, capacity: Self.capacity, seen: \.seen)
+        var entry = cache.entry(for: device) ?? Entry()
+        entry.buf = profile.bufferSize
+        entry.reassembly = reassembles
+        entry.unanswered = profile.piecesArriveOutOfOrder ? true : nil
+        entry.seen = now ?? DeviceCacheFile<Entry>.now
+        cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
+    }
+
+    /// Records that BlueZ was asked to disconnect `device` at `time` (seconds since 1970), without
+    /// waiting for it to happen. Failures to write are ignored.
+    public func noteDisconnectRequested(_ device: String, at time: Double? = nil) {
+        let time = time ?? Date().timeIntervalSince1970
+        var entry = cache.entry(for: device) ?? Entry()
+        entry.disconnect = time
+        entry.seen = max(entry.seen ?? 0, Int(time))
+        cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
+    }
+
+    /// When BlueZ was last asked to disconnect `device` (seconds since 1970), if that was recorded.
+    public func disconnectRequested(_ device: String) -> Double? {
+        cache.entry(for: device)?.disconnect
     }
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
@@ -54,13 +76,9 @@ public struct BLEDeviceMemory: Sendable, Hashable {
         var reassembly: Bool?
         var unanswered: Bool?
         var seen: Int?
+        var disconnect: Double?
 
-        init(buf: Int?, reassembly: Bool, unanswered: Bool?, seen: Int) {
-            self.buf = buf
-            self.reassembly = reassembly
-            self.unanswered = unanswered
-            self.seen = seen
-        }
+        init() {}
 
         init(from decoder: any Decoder) throws {
             let container = try? decoder.container(keyedBy: CodingKeys.self)
@@ -68,6 +86,7 @@ public struct BLEDeviceMemory: Sendable, Hashable {
             reassembly = try? container?.decode(Bool.self, forKey: .reassembly)
             unanswered = try? container?.decode(Bool.self, forKey: .unanswered)
             seen = try? container?.decode(Int.self, forKey: .seen)
+            disconnect = try? container?.decode(Double.self, forKey: .disconnect)
         }
     }
 }

@@ -119,6 +119,22 @@ public struct BlueZClient: Sendable {
             destination: BlueZ.service, path: path, interface: BlueZ.deviceInterface, member: "Disconnect", timeout: .seconds(5))
     }
 
+    /// Asks BlueZ to disconnect the device without waiting for it: BlueZ 5.66 lets the device's profiles
+    /// go first and ends the connection two seconds later (`DISCONNECT_TIMER` in src/device.c), and
+    /// answers `Disconnect` only then. Connected stays true until that happens.
+    public func requestDisconnect(_ path: DBusObjectPath) {
+        try? connection.send(
+            .methodCall(destination: BlueZ.service, path: path, interface: BlueZ.deviceInterface, member: "Disconnect", body: []))
+    }
+
+    /// Closes the bus connection after everything sent on it (a `requestDisconnect`) has left.
+    public func closeFlushed() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            connection.onDisconnect { _ in done.resume() }
+            connection.close()
+        }
+    }
+
     /// A device's current properties.
     public func device(at path: DBusObjectPath) async throws -> BlueZDeviceInfo {
         do {

@@ -134,8 +134,9 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         }
         do {
             let started = ContinuousClock.now
-            let opened = try await BleConnector(configuration: configuration, client: client, logger: logger, name: name, pairing: pairing)
-                .connect(handler: handler)
+            let opened = try await BleConnector(
+                configuration: configuration, client: client, logger: logger, name: name, pairing: pairing, deviceMemory: deviceMemory
+            ).connect(handler: handler)
             logger.debug("BLE link \(name) up in \((ContinuousClock.now - started).milliseconds) ms (scan, connect, services, subscription)")
             await learnProfile(of: opened)
             // Lost while asking about the device: say so now rather than on the first request.
@@ -203,8 +204,11 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
             defer { link = nil }
             return link
         }
-        await current?.shutdown(disconnect: configuration.disconnectOnClose)
+        await current?.shutdown(disconnect: configuration.disconnectOnClose, memory: deviceMemory)
     }
+
+    /// Devices this process asked BlueZ to disconnect, and when (see `BleLink.shutdown`).
+    static let disconnectsRequested = NIOLockedValueBox<[DBusObjectPath: ContinuousClock.Instant]>([:])
 }
 
 /// One connection: the characteristic's write and notify paths, the codec and the watchers that notice
@@ -377,8 +381,12 @@ final class BleLink: @unchecked Sendable {
         set { lock.withLock { lost = newValue } }
     }
 
-    /// Closes the link on request; `.closed(nil)` follows.
-    func shutdown(disconnect: Bool) async {
+    /// Closes the link on request; `.closed(nil)` follows. With `disconnect`, a connection this link
+    /// made is ended. BlueZ ends it two seconds after it is asked (`BlueZClient.requestDisconnect`), so
+    /// when `memory` can tell the next command (another process) that the connection is ending, the
+    /// request is only sent: the next connection to the device waits for the end instead
+    /// (`BleConnector.awaitRequestedDisconnect`). Without a memory it waits here.
+    func shutdown(disconnect: Bool, memory: BLEDeviceMemory? = nil) async {
         let usedStartNotify = lock.withLock { notifier == nil }
         guard end() else { return }
         if usedStartNotify {
@@ -388,9 +396,16 @@ final class BleLink: @unchecked Sendable {
                 member: "StopNotify", timeout: .seconds(3))
         }
         if disconnect && weConnected {
-            await client.disconnect(device.path)
+            if let memory, let address = device.address {
+                client.requestDisconnect(device.path)
+                McuMgrBleTransport.disconnectsRequested.withLockedValue { $0[device.path] = .now }
+                memory.noteDisconnectRequested(address.rawValue)
+                logger.debug("BLE \(device.label): asked BlueZ to disconnect (it does so 2 s later; the next connection waits for that)")
+            } else {
+                await client.disconnect(device.path)
+            }
         }
-        client.connection.close()
+        await client.closeFlushed()
         handler(.closed(nil))
     }
 
@@ -423,6 +438,12 @@ struct BleConnector {
     /// Who answers pairing questions when the device wants pairing; nil: pairing is not this
     /// connector's to start, and a device that wants it fails with the command to pair.
     var pairing: (any BLEPairingDelegate)? = nil
+    /// Where an earlier command recorded the disconnect it asked for (`awaitRequestedDisconnect`).
+    var deviceMemory: BLEDeviceMemory? = nil
+
+    /// How long after a requested disconnect the device may still show as connected: BlueZ's two
+    /// seconds, the controller's disconnection, and a loaded machine's delays.
+    static let requestedDisconnectGrace = Duration.seconds(6)
 
     /// A failure worth retrying while a device that just reset comes back; `rediscover` when BlueZ
     /// dropped the device's object (it removes an unpaired device some 30 s after it disconnects).
@@ -465,7 +486,7 @@ struct BleConnector {
     func connect(handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws -> BleLink {
         let objects = try await client.objects()
         let adapter = try client.adapter(named: configuration.adapter, in: objects)
-        var device = try await findDevice(adapter: adapter, objects: objects)
+        var device = try await awaitRequestedDisconnect(try await findDevice(adapter: adapter, objects: objects))
         // Allowed to pair: a device not paired yet is paired first, with this process answering (an
         // agent of its own for this pairing; BlueZ's default agent, a desktop's, is left alone).
         let pairedNow = pairing != nil && !device.paired
@@ -695,6 +716,40 @@ struct BleConnector {
         // hold a stale view of the device's services: connect afresh on the next attempt.
         if !weConnected { await client.disconnect(devicePath) }
         throw Retry(error: lastError ?? McuMgrError(.transport, "cannot use the SMP characteristic of \(device.label)"))
+    }
+
+    /// A device found connected whose disconnect this tool asked BlueZ for moments ago (an earlier
+    /// command that exited without waiting, or this process): that connection is about to end, and a
+    /// command that took it would lose it in the middle. Waits until BlueZ reports it disconnected, at
+    /// most until `requestedDisconnectGrace` after the request.
+    /// - Returns: the device as BlueZ knows it now.
+    func awaitRequestedDisconnect(_ device: BlueZDeviceInfo) async -> BlueZDeviceInfo {
+        guard device.connected else { return device }
+        var remaining = Duration.zero
+        if let requested = McuMgrBleTransport.disconnectsRequested.withLockedValue({ $0[device.path] }) {
+            remaining = requested + Self.requestedDisconnectGrace - .now
+        } else if let address = device.address, let requested = deviceMemory?.disconnectRequested(address.rawValue) {
+            let ago = Date().timeIntervalSince1970 - requested
+            if ago >= 0 { remaining = Self.requestedDisconnectGrace - .seconds(ago) }
+        }
+        guard remaining > .zero else { return device }
+        let state = DeviceStateBox()
+        let watch = try? await client.connection.subscribe(
+            .propertiesChanged(sender: BlueZ.service, path: device.path, interface: BlueZ.deviceInterface)
+        ) { message in
+            guard message.body.count >= 2, let changed = message.body[1].stringKeyedDictionary else { return }
+            state.apply(changed)
+        }
+        defer { watch?.cancel() }
+        // Read after subscribing, so that a change in between is not missed.
+        var fresh = (try? await client.device(at: device.path)) ?? device
+        state.apply(["Connected": .boolean(fresh.connected)])
+        let started = ContinuousClock.now
+        let ended = await state.wait(until: { !$0.connected }, timeout: remaining)
+        logger.debug(
+            "BLE \(device.label): found connected, ending as an earlier command asked; \(ended ? "disconnected" : "still connected") after \((ContinuousClock.now - started).milliseconds) ms")
+        fresh = (try? await client.device(at: device.path)) ?? fresh
+        return fresh
     }
 
     /// Why subscribing got no answer, when the device is not paired: BlueZ was pairing because the

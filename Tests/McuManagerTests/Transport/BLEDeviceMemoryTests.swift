@@ -37,4 +37,23 @@ import Testing
             #expect(memory.recall("firmware", bufferSize: 2475, now: now + 30 * 86400)?.reassembles == false)
         }
     }
+
+    /// A command that exits without waiting for BlueZ's disconnect leaves the time it asked; what was
+    /// learned about the device and that time are kept side by side.
+    @Test func aRequestedDisconnectIsKeptBesideWhatWasLearned() {
+        Self.withMemory { memory in
+            #expect(memory.disconnectRequested("00:AA:01:01:00:01") == nil)
+            memory.remember(BLEDeviceProfile(bufferSize: 2475, bufferCount: 4, reassembles: true), for: "00:AA:01:01:00:01")
+            memory.noteDisconnectRequested("00:AA:01:01:00:01", at: 1_800_000_000.25)
+            #expect(memory.disconnectRequested("00:AA:01:01:00:01") == 1_800_000_000.25)
+            #expect(memory.recall("00:AA:01:01:00:01", bufferSize: 2475)?.reassembles == true)
+            // Learning again keeps the request; a device only ever disconnected has nothing to recall.
+            memory.remember(BLEDeviceProfile(bufferSize: 2475, bufferCount: 4, reassembles: false), for: "00:AA:01:01:00:01")
+            #expect(memory.disconnectRequested("00:AA:01:01:00:01") == 1_800_000_000.25)
+            #expect(memory.recall("00:AA:01:01:00:01", bufferSize: 2475)?.reassembles == false)
+            memory.noteDisconnectRequested("00:AA:01:01:00:02", at: 1_800_000_001)
+            #expect(memory.recall("00:AA:01:01:00:02", bufferSize: 2475) == nil)
+            #expect(memory.disconnectRequested("00:AA:01:01:00:02") == 1_800_000_001)
+        }
+    }
 }
