@@ -27,6 +27,7 @@ public final class ManualClock: Clock, @unchecked Sendable {
     }
 
     private struct Waiter {
+        var id: UInt64
         var condition: @Sendable ([Duration]) -> Bool
         var continuation: CheckedContinuation<Void, Never>
     }
@@ -36,6 +37,7 @@ public final class ManualClock: Clock, @unchecked Sendable {
     private var sleepers: [UInt64: Sleeper] = [:]
     private var nextSleeper: UInt64 = 0
     private var waiters: [Waiter] = []
+    private var nextWaiter: UInt64 = 0
 
     public init() {}
 
@@ -116,15 +118,29 @@ public final class ManualClock: Clock, @unchecked Sendable {
     }
 
     /// Returns once the deadlines of the sleeping tasks (time since the start, earliest first) satisfy
-    /// `condition`. A condition that never holds hangs the test: give the suite a `.timeLimit`.
+    /// `condition`, or when the waiting task is cancelled. A condition that never holds would hang the
+    /// test: give the suite a `.timeLimit`, which cancels the test, and this wait returns (the test's
+    /// expectations then fail instead of the whole run hanging).
     public func waitForSleepers(where condition: @escaping @Sendable ([Duration]) -> Bool) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let satisfied = lock.withLock { () -> Bool in
-                if condition(sleepers.values.map(\.deadline.offset).sorted()) { return true }
-                waiters.append(Waiter(condition: condition, continuation: continuation))
-                return false
+        let id = lock.withLock { () -> UInt64 in
+            defer { nextWaiter += 1 }
+            return nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let satisfied = lock.withLock { () -> Bool in
+                    if Task.isCancelled || condition(sleepers.values.map(\.deadline.offset).sorted()) { return true }
+                    waiters.append(Waiter(id: id, condition: condition, continuation: continuation))
+                    return false
+                }
+                if satisfied { continuation.resume() }
             }
-            if satisfied { continuation.resume() }
+        } onCancel: {
+            let waiter = lock.withLock { () -> Waiter? in
+                guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return waiters.remove(at: index)
+            }
+            waiter?.continuation.resume()
         }
     }
 

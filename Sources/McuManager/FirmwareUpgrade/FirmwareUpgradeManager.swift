@@ -219,6 +219,8 @@ public actor FirmwareUpgradeManager {
         var work: [Task<Void, Never>] = []
         var timer: Task<Void, Never>?
         var timerGeneration = 0
+        /// When the armed timer fires; nil once it has fired (its input was handled) or before any.
+        var timerInstant: SMPInstant?
         var uploadControl: UploadControl?
         var outcome: Outcome?
         var triggerError: McuMgrError?
@@ -385,6 +387,7 @@ public actor FirmwareUpgradeManager {
             return failed(error, &run, machine: &machine, now: now, retriable: true)
         case .timer(let generation):
             guard generation == run.timerGeneration else { return [] }
+            run.timerInstant = nil
             run.triggerWasTimer = true
             return machine.timerFired(now: now)
         case .event(let event):
@@ -561,7 +564,12 @@ public actor FirmwareUpgradeManager {
             })
     }
 
+    /// Sets the one timer to fire at `instant`. A timer already set for that instant stays as it is
+    /// (cancelling it and sleeping again until the same instant would only churn tasks, and leave a
+    /// moment with no timer set).
     private func arm(_ instant: SMPInstant, _ run: inout Run) {
+        if run.timer != nil, run.timerInstant == instant { return }
+        run.timerInstant = instant
         run.timer?.cancel()
         run.timerGeneration += 1
         let generation = run.timerGeneration

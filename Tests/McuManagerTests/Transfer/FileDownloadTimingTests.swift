@@ -65,12 +65,18 @@ struct FileDownloadTimingTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let local = directory.appendingPathComponent("f.bin")
+        var writes = link.writes.makeAsyncIterator()
         let task = Task {
             try await FileSystemManager(client: client).download(
                 "/lfs1/f.bin", to: local, verify: false, configuration: .init(stallTimeout: .seconds(3)))
         }
+        // Offset 0 is answered at once and the request for offset 100 goes out at 0. Until that request
+        // is written, the client may still be handling the first answer, and the first request's resend
+        // timer (1 s) already sleeps: time moved to it would shift the whole download by a second.
+        while let write = await writes.next(), (try? CBOR(decoding: write.packet.payload))?["off"]?.int != 100 {}
         // The request for offset 100 waits for the rest of the stall timeout (3 s), resent within it: time
-        // moves from one resend to the next until the next is due at 3 s or later.
+        // moves from one resend to the next until the next is due at 3 s or later (each resend re-arms
+        // the client's only timer, so a sleeper past the last instant is the next one).
         var now = Duration.zero
         while true {
             let after = now
@@ -82,7 +88,10 @@ struct FileDownloadTimingTests {
         clock.advance(to: .milliseconds(2999))
         #expect(Self.offsets(link.log).allSatisfy { $0 <= 100 })
         clock.advance(to: .seconds(3))
-        let error = await #expect(throws: McuMgrError.self) { try await task.value }
+        // A download that never ends (time moved wrongly) is cancelled with the test at its time limit.
+        let error = await #expect(throws: McuMgrError.self) {
+            try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        }
         #expect(error?.kind == .timeout)
         #expect(error?.message.contains("stalled: no data for 3.0 s at offset 100 of 300") == true, "\(String(describing: error))")
         #expect(!FileManager.default.fileExists(atPath: local.path), "no partial file")
