@@ -124,7 +124,8 @@ head -c 100000 /dev/urandom >"$work/body.bin"
 sim_start_seconds=120 sim_start '^ble ' 1 --ble "$SMP_BLE_DEVICE_ADAPTER" --ble-mtu "$mtu" --buf-size 2475 --buf-count 4 --fs-blocks 0
 # A discovery of the rig's own for the whole run, so that BlueZ keeps the advertising device known: on
 # this rig a short scan misses an advertiser now and then (Scripts/test-ble-bluez.sh does the same).
-( { echo "select $SMP_BLE_CLIENT_ADDRESS"; echo "scan le"; sleep 7200; } | bluetoothctl >/dev/null 2>&1 ) &
+# (Its stderr is dropped: stopping it would print "Terminated".)
+( { echo "select $SMP_BLE_CLIENT_ADDRESS"; echo "scan le"; sleep 7200; } | bluetoothctl >/dev/null 2>&1 ) 2>/dev/null &
 scanner=$!
 trap 'pkill -P "$scanner" 2>/dev/null; stop_sim; rm -rf "$work"' EXIT
 export XDG_CACHE_HOME="$work/cache"
