@@ -124,8 +124,9 @@ log "$runs run(s) of Scripts/test.sh${filter[*]:+ ${filter[*]}} on ${commit:0:12
 
 # The names of the failed tests in a test.sh log, as its summary finds them.
 failed_names() {
-    grep -E 'Test .* failed after|error: .*XCT|consumer package FAILED|labgrid-e2e: FAILED|test.sh: build FAILED|test.sh: setup failed' "$1" \
+    grep -E 'Test .* failed after|error: .*XCT|consumer package FAILED|labgrid-e2e: FAILED|test.sh: build FAILED|test.sh: setup failed|^  hung: ' "$1" \
         | sed -E -e 's/.*Test (.*) failed after.*/\1/' \
+                 -e 's/^  hung: (.*)/\1 (hung)/' \
                  -e 's/.*error: (-\[[^]]*\]).*/\1/' \
                  -e 's/.*(consumer package) FAILED.*/\1/' \
                  -e 's/.*(labgrid-e2e): FAILED.*/\1/' \

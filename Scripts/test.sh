@@ -39,9 +39,37 @@ fi
 
 step "swift test"
 log="$(mktemp -t smp-test.XXXXXX)"
+# A hung test holds the run until CI gives up: each `swift test` gets a deadline (the whole suite takes
+# about 3 minutes, a real-firmware suite at most 3), and a run that passes it is stopped and fails with
+# the tests that had started and not finished. (Not timeout(1): it puts the command in a process group
+# of its own, which Ctrl-C and flake-check's stop would miss.)
+watchdog() {
+    local minutes="$1"
+    shift
+    local fired
+    fired="$(mktemp -u -t smp-test-watchdog.XXXXXX)"
+    "$@" &
+    local pid=$!
+    { sleep "$((minutes * 60))"; : >"$fired"; pkill -TERM -P "$pid"; kill -TERM "$pid"; } >/dev/null 2>&1 &
+    local dog=$!
+    wait "$pid"
+    local status=$?
+    pkill -P "$dog" 2>/dev/null
+    kill "$dog" 2>/dev/null
+    if [[ -e "$fired" ]]; then
+        rm -f "$fired"
+        echo "test.sh: swift test did not finish within $minutes minutes (stopped); tests started and not finished:"
+        sed -E 's/\x1b\[[0-9;]*m//g' "$log" | awk '
+            / started\.$/ && /Test / { name = $0; sub(/.*Test /, "", name); sub(/ started\.$/, "", name); if (name != "run") open[name] = 1 }
+            /Test .* (passed|failed|skipped)/ { for (n in open) if (index($0, "Test " n) > 0) delete open[n] }
+            END { for (n in open) print "  hung: " n }'
+        return 124
+    fi
+    return "$status"
+}
 trap 'rm -f "$log"; bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"; rm -rf "$XDG_CACHE_HOME"' EXIT
 if (($#)); then
-    swift test --skip-build "$@" 2>&1 | tee "$log"
+    watchdog 30 swift test --skip-build "$@" 2>&1 | tee "$log"
     test_status=${PIPESTATUS[0]}
 else
     # The suites that run the real firmware (native_sim processes, QEMU guests that spin the CPU) run on
@@ -64,13 +92,13 @@ else
     }
     trap 'stop_ble; rm -f "$log" "$ble_log"; bash "$repo/Scripts/ble-rig.sh" stop-all "$SMP_BLE_RIG_ROOT"; rm -rf "$XDG_CACHE_HOME"' EXIT
     echo "test.sh: real BlueZ started beside the host's suites (pid $ble_pid; tail -f $ble_log)"
-    swift test --skip-build --skip "$real" 2>&1 | tee "$log"
+    watchdog 20 swift test --skip-build --skip "$real" 2>&1 | tee "$log"
     test_status=${PIPESTATUS[0]}
     step "swift test: real firmware"
     # One suite at a time (each runs its devices one after another): two QEMU guests and a native_sim
     # device at once on 2 cores left a guest unanswered for 15 s.
     for suite in ${real//|/ }; do
-        swift test --skip-build --filter "$suite" 2>&1 | tee -a "$log"
+        watchdog 10 swift test --skip-build --filter "$suite" 2>&1 | tee -a "$log"
         real_status=${PIPESTATUS[0]}
         ((test_status == 0)) && test_status=$real_status
     done
@@ -107,6 +135,6 @@ if ((test_status == 0)); then
     echo "test.sh: PASSED in $(elapsed)"
 else
     echo "test.sh: FAILED (exit $test_status, $failures failure lines) in $(elapsed)"
-    grep -E 'Test .* failed after|error: .*XCT|consumer package FAILED|labgrid-e2e: FAILED|test-ble-bluez: .* FAILED|ble-vm: ' "$log" | head -40 | sed 's/^/  /' || true
+    grep -E 'Test .* failed after|error: .*XCT|consumer package FAILED|labgrid-e2e: FAILED|test-ble-bluez: .* FAILED|ble-vm: |did not finish within|^  hung: ' "$log" | head -40 | sed 's/^/  /' || true
 fi
 exit "$test_status"
