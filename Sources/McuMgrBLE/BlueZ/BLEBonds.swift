@@ -33,7 +33,7 @@ public enum BLEBonds {
         let connector = BleConnector(
             configuration: configuration, client: client, logger: logger, name: "ble:\(configuration.target)", deviceMemory: .standard)
         // A connection an earlier command asked BlueZ to end would end in the middle of pairing.
-        let found = try await connector.awaitRequestedDisconnect(try await connector.findDevice(adapter: adapter, objects: objects))
+        let found = await connector.awaitRequestedDisconnect(try await connector.findDevice(adapter: adapter, objects: objects))
         if found.paired { return Pairing(device: found, alreadyPaired: true) }
         let device = try await pair(found, client: client, capability: capability, delegate: delegate, timeout: timeout)
         return Pairing(device: device, alreadyPaired: false)

@@ -486,7 +486,7 @@ struct BleConnector {
     func connect(handler: @escaping @Sendable (McuMgrTransportEvent) -> Void) async throws -> BleLink {
         let objects = try await client.objects()
         let adapter = try client.adapter(named: configuration.adapter, in: objects)
-        var device = try await awaitRequestedDisconnect(try await findDevice(adapter: adapter, objects: objects))
+        var device = await awaitRequestedDisconnect(try await findDevice(adapter: adapter, objects: objects))
         // Allowed to pair: a device not paired yet is paired first, with this process answering (an
         // agent of its own for this pairing; BlueZ's default agent, a desktop's, is left alone).
         let pairedNow = pairing != nil && !device.paired
