@@ -176,10 +176,12 @@ public actor McuMgrClient {
             operation: R.operation, group: R.group, command: R.command, payload: payload,
             timeout: timeout, name: operation)
         var linkHint: (@Sendable (McuMgrReturnCode) -> String?)?
-        if let advising = transport as? any McuMgrLinkAdvising {
+        let advising = transport as? any McuMgrLinkAdvising
+        if let advising {
             linkHint = { advising.hint(for: $0) }
         }
-        return try Self.successItem(from: packet, operation: operation, linkHint: linkHint)
+        return try Self.successItem(
+            from: packet, operation: operation, linkHint: linkHint, unusableDataHint: advising?.unusableDataHint)
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
@@ -259,16 +261,19 @@ public actor McuMgrClient {
     }
 
     /// The payload of a response as a CBOR item, after checking the device's status (`rc` / `err`).
+    /// `unusableDataHint`: what the link advises when an answer cannot be read (a link that reorders
+    /// the pieces of an answer can join them into a packet of the right length and the wrong order).
     public static func successItem(
-        from packet: SMPPacket, operation: String, linkHint: (@Sendable (McuMgrReturnCode) -> String?)? = nil
+        from packet: SMPPacket, operation: String, linkHint: (@Sendable (McuMgrReturnCode) -> String?)? = nil,
+        unusableDataHint: String? = nil
     ) throws -> CBOR {
         let item: CBOR
         do {
             item = packet.payload.isEmpty ? .map([]) : try CBOR(decoding: packet.payload)
         } catch {
+            let advice = unusableDataHint ?? "the firmware may be broken or the link corrupting data"
             throw McuMgrError(
-                .protocolViolation,
-                "\(operation): the device's answer is not valid CBOR (\(error)); the firmware may be broken or the link corrupting data",
+                .protocolViolation, "\(operation): the device's answer is not valid CBOR (\(error)); \(advice)",
                 cause: error)
         }
         if let error = McuMgrError.device(SMPResponseStatus(response: item), operation: operation, linkHint: linkHint) {

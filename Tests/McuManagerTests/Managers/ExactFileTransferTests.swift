@@ -329,6 +329,34 @@ import Testing
         #expect(try Self.leftovers(directory).isEmpty)
     }
 
+    /// Over EATT the notifications of one answer can arrive out of order and still add up to the length
+    /// its header declares: the packet is whole and its CBOR garbled. The error is the link's advice
+    /// (for Bluetooth, one ATT bearer), not a broken firmware.
+    @Test func aReorderedAnswerGetsTheLinksAdvice() async throws {
+        var answer: [UInt8] = []
+        CBORWriter.write(.textMap(["off": 0, "data": .bytes(managerTestBytes(200)), "len": 200]), into: &answer)
+        // Three notifications' worth, the last one first.
+        let third = answer.count / 3
+        let reordered = Array(answer[(2 * third)...] + answer[..<(2 * third)])
+        #expect(throws: (any Error).self, "the reordered answer is not CBOR") { try CBOR(decoding: reordered) }
+        let rig = Self.rig { _ in .replyPayload(reordered) }
+        let advice = "keep BlueZ to one ATT bearer: `Channels = 1`"
+        rig.tap.unusableDataAdvice.withValue { $0 = advice }
+        let (error, directory) = try await Self.download(rig)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(error?.kind == .protocolViolation)
+        #expect(error?.message.contains("not valid CBOR") == true, "\(String(describing: error))")
+        #expect(error?.message.hasSuffix(advice) == true, "\(String(describing: error))")
+        #expect(error?.message.contains("firmware may be broken") == false)
+        #expect(try Self.leftovers(directory).isEmpty)
+
+        // A link without advice keeps the generic words.
+        let plain = Self.rig { _ in .replyPayload(reordered) }
+        let (generic, other) = try await Self.download(plain)
+        defer { try? FileManager.default.removeItem(at: other) }
+        #expect(generic?.message.contains("the firmware may be broken or the link corrupting data") == true)
+    }
+
     @Test func aDeviceThatStopsSendingDataIsAStall() async throws {
         let rig = Self.rig { offset in
             offset == 0 ? .reply(.textMap(["off": 0, "data": .bytes([1, 2, 3]), "len": 10])) : .drop

@@ -30,14 +30,18 @@ enum ManagerTapAction {
     case loseAnswer
     /// Answer it here with this CBOR body; the device never sees it.
     case reply(CBOR)
+    /// Answer it here with these payload bytes, CBOR or not (an answer the link garbled).
+    case replyPayload([UInt8])
     /// Fail the link, as if the device vanished.
     case closeLink
 }
 
 /// Wraps a transport: records packets both ways, lets a test alter, drop or answer requests, and
 /// tracks how many requests were in flight at once.
-final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
+final class ManagerTapTransport: McuMgrTransport, McuMgrLinkAdvising, @unchecked Sendable {
     let inner: any McuMgrTransport
+    /// What the link advises when data arrived unusable (`McuMgrLinkAdvising`); nil by default.
+    let unusableDataAdvice = ManagerTestBox<String?>(nil)
     private let state = ManagerTestBox(TapState())
     /// Decides per request; nil forwards unchanged.
     let rule = ManagerTestBox<(@Sendable (SMPPacket) -> ManagerTapAction)?>(nil)
@@ -157,16 +161,11 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
             let handler = state.current.handler
             DispatchQueue.global().async { handler?(.dropped(.crcMismatch(expected: 0, actual: 1))) }
         case .reply(let body):
-            state.withValue { $0.sent.append(packet) }
             var payload: [UInt8] = []
             CBORWriter.write(body, into: &payload)
-            let header = SMPHeader(
-                version: packet.header.version, operation: packet.header.operation.response,
-                length: UInt16(payload.count), group: packet.header.group, sequence: packet.header.sequence,
-                command: packet.header.command)
-            let response = SMPPacket(header: header, payload: payload).bytes
-            let handler = state.current.handler
-            DispatchQueue.global().async { handler?(.packet(response)) }
+            send(packet, answer: payload)
+        case .replyPayload(let payload):
+            send(packet, answer: payload)
         case .closeLink:
             let handler = state.current.handler
             DispatchQueue.global().async {
@@ -174,6 +173,21 @@ final class ManagerTapTransport: McuMgrTransport, @unchecked Sendable {
             }
         }
     }
+
+    /// Answers `packet` here with `payload`.
+    private func send(_ packet: SMPPacket, answer payload: [UInt8]) {
+        state.withValue { $0.sent.append(packet) }
+        let header = SMPHeader(
+            version: packet.header.version, operation: packet.header.operation.response,
+            length: UInt16(payload.count), group: packet.header.group, sequence: packet.header.sequence,
+            command: packet.header.command)
+        let response = SMPPacket(header: header, payload: payload).bytes
+        let handler = state.current.handler
+        DispatchQueue.global().async { handler?(.packet(response)) }
+    }
+
+    func hint(for returnCode: McuMgrReturnCode) -> String? { nil }
+    var unusableDataHint: String? { unusableDataAdvice.current }
 
     func close() async { await inner.close() }
 }
