@@ -171,7 +171,7 @@ wait_ready() {
 }
 
 start_rig() {
-    local build="" owner="" dir="" ready_timeout=30
+    local build="" owner="" dir="" ready_timeout=120
     while (($#)); do
         case "$1" in
             --owner) owner="$2"; shift ;;

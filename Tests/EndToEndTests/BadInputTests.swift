@@ -94,16 +94,18 @@ struct BadInputTests {
         let started = Date()
         async let download = ProcessRunner.run(
             TestEnvironment.smp, ["--device", sim.serialURI, "--timeout", "2", "fs", "download", "/lfs1/big.bin", destination],
-            timeout: 60)
+            timeout: 240)
         // At 1 Mbaud the 1 MiB download takes about 14 s (console framing: 4/3 Base64 and line markers at
-        // 100 kB/s); pull the plug once a quarter of it is written, however fast this machine gets there.
-        let underWay = await waitUntil(timeout: .seconds(50), interval: .milliseconds(20)) {
-            (partialDownloadSize(of: destination) ?? 0) >= 256 * 1024
+        // 100 kB/s), and several times that on a loaded machine (seen: not 256 KiB within 50 s beside a
+        // build and stress-ng on both cores); pull the plug once 64 KiB are written, however long this
+        // machine takes to get there.
+        let underWay = await waitUntil(timeout: .seconds(180), interval: .milliseconds(20)) {
+            (partialDownloadSize(of: destination) ?? 0) >= 64 * 1024
         }
-        #expect(underWay, "the download never wrote 256 KiB")
         let killedAfter = Date().timeIntervalSince(started)
         sim.kill9()
         let result = try await download
+        #expect(underWay, "the download never wrote 64 KiB: \(result)")
         #expect(result.status != 0, "\(result)")
         #expect(!result.timedOut, "smp hung after the port vanished: \(result)")
         // Noticed within two timeouts and a margin of the port vanishing.
