@@ -8,7 +8,7 @@ import TestSupport
 /// `DeviceFollower` in virtual time: hotplug events from the test instead of udev, time from a manual
 /// clock. When the board is taken back (at its add event, or at the end of the departure grace for a
 /// port that never left) and when the follower gives up.
-@Suite("Device follower: departure grace and deadline in virtual time", .timeLimit(.minutes(1)))
+@Suite("Device follower: departure grace and deadline in virtual time", .timeLimit(.minutes(10)))
 struct DeviceFollowerTimingTests {
     /// A USB CDC-ACM port of an unknown board (it follows resets: 3 s departure grace); /dev/null stands in
     /// for its node, so that it opens.

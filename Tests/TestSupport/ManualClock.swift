@@ -120,7 +120,9 @@ public final class ManualClock: Clock, @unchecked Sendable {
     /// Returns once the deadlines of the sleeping tasks (time since the start, earliest first) satisfy
     /// `condition`, or when the waiting task is cancelled. A condition that never holds would hang the
     /// test: give the suite a `.timeLimit`, which cancels the test, and this wait returns (the test's
-    /// expectations then fail instead of the whole run hanging).
+    /// expectations then fail instead of the whole run hanging). Ten minutes: a hang ends before
+    /// test.sh's 20-minute deadline for the suite names it, and a starved machine never reaches it (one
+    /// minute did: virtual-time tests took 126 s of wall time beside a build, guests and stress-ng).
     public func waitForSleepers(where condition: @escaping @Sendable ([Duration]) -> Bool) async {
         let id = lock.withLock { () -> UInt64 in
             defer { nextWaiter += 1 }

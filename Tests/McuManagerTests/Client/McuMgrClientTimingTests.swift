@@ -6,7 +6,7 @@ import TestSupport
 
 /// The client's timeouts and resends in virtual time: the test moves a manual clock and checks at which
 /// instant each packet went out. Nothing here reads the machine's clock or sleeps.
-@Suite("McuMgrClient: timeouts and resends in virtual time", .timeLimit(.minutes(1)))
+@Suite("McuMgrClient: timeouts and resends in virtual time", .timeLimit(.minutes(10)))
 struct McuMgrClientTimingTests {
     /// Adaptive resends as serial and UDP links use them: 1 s before the first round trip, doubled per
     /// resend up to the 4 s ceiling.

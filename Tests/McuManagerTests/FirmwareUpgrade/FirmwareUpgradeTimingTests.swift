@@ -7,7 +7,7 @@ import TestSupport
 
 /// The upgrade's waits in virtual time: the swap wait after the reset, the reconnect retries and the
 /// reconnect deadline, against the in-memory simulated device on the same manual clock.
-@Suite("FirmwareUpgradeManager: swap wait and reconnect retries in virtual time", .timeLimit(.minutes(1)))
+@Suite("FirmwareUpgradeManager: swap wait and reconnect retries in virtual time", .timeLimit(.minutes(10)))
 struct FirmwareUpgradeTimingTests {
     /// A manager on a simulated device whose reconnection strategy reports each attempt's virtual time
     /// and fails the first `failures` attempts.
@@ -153,7 +153,7 @@ extension FirmwareUpgradeTimingTests {
 }
 
 /// `FirmwareUpgradeReconnection.reopen(waitingForPath:)` polling a path in virtual time.
-@Suite("FirmwareUpgradeReconnection: waiting for a path in virtual time", .timeLimit(.minutes(1)))
+@Suite("FirmwareUpgradeReconnection: waiting for a path in virtual time", .timeLimit(.minutes(10)))
 struct FirmwareUpgradeReconnectionTimingTests {
     static func temporaryPath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("reconnect-\(UUID().uuidString)").path

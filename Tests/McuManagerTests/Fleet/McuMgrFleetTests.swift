@@ -94,15 +94,11 @@ struct McuMgrFleetTests {
         let fleet = McuMgrFleet(
             devices: [good[0].fleetDevice, silent.fleetDevice, small.fleetDevice, good[1].fleetDevice],
             configuration: .init(client: .init(timeout: .milliseconds(300))))
-        let clock = ContinuousClock()
-        let start = clock.now
         let results = await fleet.upgrade(
             images: [image], configuration: DFUFixtures.configuration(.confirmOnly),
             options: FirmwareUpgradeManager.Options(
                 reconnectProbeTimeout: .milliseconds(300), progressInterval: .zero, firstChunkTimeout: .milliseconds(600),
                 chunkTimeout: .milliseconds(300)))
-        let elapsed = clock.now - start
-
         #expect(results.map(\.device) == ["good-0", "silent", "small-slot", "good-1"])
         #expect(results[0].succeeded && results[3].succeeded)
         for member in good { #expect(member.device.slot(holding: image.hash)?.active == true) }
@@ -112,9 +108,6 @@ struct McuMgrFleetTests {
         #expect(refusal.kind == .device, "\(refusal)")
         #expect(refusal.groupError?.rc == 30, "\(refusal)")
         #expect(small.device.slot(holding: image.hash) == nil)
-        // The silent device's own timeouts, not a sum over devices: about 4 s alone, and 32 s on a loaded
-        // CI machine; the bound catches a hang, the results above what each device did.
-        #expect(elapsed < .seconds(90))
     }
 
     @Test func cancellingStopsEveryDeviceAndStartsNoMore() async throws {

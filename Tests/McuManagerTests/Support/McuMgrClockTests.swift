@@ -5,7 +5,7 @@ import TestSupport
 
 /// `McuMgrClock` over TestSupport's `ManualClock`: the harness of the virtual-time suites. Sleepers wake
 /// only when time passes their deadline, in deadline order; nothing here reads the machine's clock.
-@Suite("McuMgrClock and ManualClock", .timeLimit(.minutes(1)))
+@Suite("McuMgrClock and ManualClock", .timeLimit(.minutes(10)))
 struct McuMgrClockTests {
     @Test func aWrappedClockReadsTimeSinceItWasWrapped() {
         let manual = ManualClock()

@@ -6,7 +6,7 @@ import TestSupport
 
 /// The upload runner's timing in virtual time: busy pauses, the erase floor of the first chunk and the
 /// resend timeout of the others, checked at the exact instant each chunk goes out.
-@Suite("ChunkedUploader: busy pauses and resends in virtual time", .timeLimit(.minutes(1)))
+@Suite("ChunkedUploader: busy pauses and resends in virtual time", .timeLimit(.minutes(10)))
 struct ChunkedUploaderTimingTests {
     /// A device that takes every chunk it gets (its next offset is the chunk's end), except what `refuse`
     /// says: answer busy (rc 10) or nothing (lost), by the chunk's offset and how often it came.

@@ -6,7 +6,7 @@ import TestSupport
 
 /// The download runner's timing in virtual time: a busy answer's pause and the stall timeout, at the
 /// exact instants.
-@Suite("FileSystemManager.download: busy pauses and the stall in virtual time", .timeLimit(.minutes(1)))
+@Suite("FileSystemManager.download: busy pauses and the stall in virtual time", .timeLimit(.minutes(10)))
 struct FileDownloadTimingTests {
     static let file = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })
 

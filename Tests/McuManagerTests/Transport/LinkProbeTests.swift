@@ -117,7 +117,7 @@ extension LineBufferedConsoleTransport {
     }
 }
 
-@Suite("Link probe: console line limits learned from the device", .timeLimit(.minutes(2)))
+@Suite("Link probe: console line limits learned from the device", .timeLimit(.minutes(10)))
 struct LinkProbeTests {
     /// An upload in virtual time (`driveTime`): the probe waits a few round trips for each answer, a
     /// margin of tens of milliseconds that a loaded machine missed on the wall clock (it then learned 2
