@@ -5,7 +5,8 @@
 # (Scripts/ble-vm.sh --controllers 3), and runs RealBlueZTests in it once for each link configuration,
 # restarting only bluetoothd in between:
 #   att-517    [GATT] Channels 1 (plain ATT, as most Zephyr devices), ATT MTU 517   the whole suite, in
-#              two parts: att-517-bonds (pairing, the firmware loader, the long swap) and the rest
+#              two parts: att-517-bonds (pairing, the firmware loader, the long swap, two commands at
+#              once) and the rest
 #   eatt-517   Channels 3 (ATT + 2 EATT bearers, BlueZ's default), MTU 517   the whole suite but
 #              the relearning test: bluetoothd 5.66 reorders the pieces of a longer request over its
 #              bearers, so smp sends single writes there (its reassembly probe goes unanswered)
@@ -36,7 +37,7 @@ cd "$repo"
 # core busy, to share the configurations out over --guests.
 configurations=(att-517:1:517:full::rest:300 att-517-bonds:1:517:full::bonds:300 eatt-517:3:517:eatt:::320
     att-498:1:498:link:::40 att-247:1:247:link:::40 att-65:1:65:link:::40 att-23:1:517:link:23::55)
-bonds='RealBlueZTests/(justWorksPairsOnFirstUse|pairingByNumericComparisonListingAndForgetting|pairOnFirstUseWithThePasskeyTheDeviceShows|aDeviceThatWantsAPasskeySaysHowToPair|firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName|firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts)'
+bonds='RealBlueZTests/(justWorksPairsOnFirstUse|pairingByNumericComparisonListingAndForgetting|pairOnFirstUseWithThePasskeyTheDeviceShows|aDeviceThatWantsAPasskeySaysHowToPair|firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName|firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts|aSecondCommandLeavesTheFirstsNotificationsAlone)'
 # Every configuration runs unless --only names some.
 default_skip=","
 

@@ -38,8 +38,8 @@ final class BLEFrontEnd: Sendable {
     init(
         device: SimulatedDevice, adapter: String, attMTU: Int, name: String, acquire: Bool, reassembly: Bool = true,
         security: SMPGattPeripheral.Configuration.Security = .open, notificationSize: Int? = nil, dropLinkEvery: Int? = nil,
-        pairing: BLEIOCapability? = nil, passkey: UInt32? = nil, latency: Duration, faults: FaultProfile = FaultProfile(),
-        loaderAdapter: String? = nil
+        pairing: BLEIOCapability? = nil, passkey: UInt32? = nil, layout: SMPGattPeripheral.Configuration.Layout = .standard,
+        latency: Duration, faults: FaultProfile = FaultProfile(), loaderAdapter: String? = nil
     ) {
         self.device = device
         self.loaderAdapter = loaderAdapter
@@ -75,7 +75,7 @@ final class BLEFrontEnd: Sendable {
             configuration: .init(
                 adapter: adapter, localName: name, attMTU: attMTU, acquire: acquire, responseDelay: latency,
                 reassembly: reassembly, bufferSize: device.configuration.bufferSize, security: security,
-                notificationSize: notificationSize, pairing: pairing, passkey: passkey),
+                notificationSize: notificationSize, pairing: pairing, passkey: passkey, layout: layout),
             logger: BLEFrontEnd.logger,
             onPairing: { text in
                 print("ble \(adapter) \(text)")
@@ -122,6 +122,7 @@ final class BLEFrontEnd: Sendable {
             + " buffer \(configuration.bufferSize)" + (configuration.reassembly ? "" : " no-reassembly")
             + (configuration.acquire ? "" : " no-acquire") + (configuration.security == .open ? "" : " security \(configuration.security.rawValue)")
             + (configuration.notificationSize.map { " notify \($0)" } ?? "") + (drops.map { " drop-every \($0.every)" } ?? "")
+            + (configuration.layout == .standard ? "" : " layout \(configuration.layout.rawValue)")
     }
 
     /// The firmware loader on its own adapter: its peripheral is made (and registered) the first time the
@@ -249,6 +250,7 @@ final class LockedFaultPlan: @unchecked Sendable {
 }
 
 extension SMPGattPeripheral.Configuration.Security: ExpressibleByArgument {}
+extension SMPGattPeripheral.Configuration.Layout: ExpressibleByArgument {}
 
 /// `--ble-io`: BlueZ's I/O capabilities by shorter names.
 enum BLEIOCapabilityOption: String, ExpressibleByArgument, CaseIterable {

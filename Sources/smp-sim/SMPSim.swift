@@ -193,6 +193,9 @@ struct SMPSim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The longest notification value the BLE peripheral sends (default: as much as the link carries, ATT MTU - 3).", valueName: "bytes"))
     var bleNotifySize: Int?
 
+    @Option(help: ArgumentHelp("The BLE peripheral's SMP service: standard (the SMP characteristic alone, at handles BlueZ picks), smp-first or smp-second (beside a vendor characteristic that never answers, first or second, at fixed handles: two firmware builds whose service keeps its handles and UUID, so that a central that kept its copy of one layout's table would write to the wrong characteristic under the other, as after an upgrade).", valueName: "layout"))
+    var bleLayout: SMPGattPeripheral.Configuration.Layout = .standard
+
     @Option(help: ArgumentHelp("The BLE link drops instead of every Nth answer going out (the device handled the request, keeps running and advertises again at once), as a central out of range does.", valueName: "n"))
     var bleDropEvery: Int?
 
@@ -404,7 +407,7 @@ struct SMPSim: AsyncParsableCommand {
             let frontEnd = BLEFrontEnd(
                 device: device, adapter: ble, attMTU: bleMtu, name: bleName, acquire: !bleNoAcquire,
                 reassembly: !bleNoReassembly, security: bleSecurity, notificationSize: bleNotifySize, dropLinkEvery: bleDropEvery,
-                pairing: blePairing, passkey: blePasskey,
+                pairing: blePairing, passkey: blePasskey, layout: bleLayout,
                 latency: .milliseconds(latency), faults: faultProfile, loaderAdapter: bleLoaderAdapter)
             let line = try await frontEnd.start()
             stops.append { await frontEnd.stop() }

@@ -234,6 +234,55 @@ struct RealBlueZTests {
         }
     }
 
+    /// Firmware that moved the SMP characteristic within its service, which keeps its handles and UUID
+    /// (as an upgrade can): BlueZ 5.66 keeps its copy of that service while it keeps the device,
+    /// characteristics and all (its database hash changed, yet the service's bounds and UUID did not),
+    /// so the writes and the subscription go to the characteristic now at the old handles, which never
+    /// answers. On a connection of its own to a device without a bond, smp notices the silence, removes
+    /// the device from BlueZ (and that copy with it) and connects afresh.
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func servicesThatMovedUnderBlueZsCopyAreDiscoveredAfresh() async throws {
+        try await withDevice(["--ble-layout", "smp-first"]) { session in
+            let echo = try await session.smp(["-v", "os", "echo", "earlier firmware"])
+            expectSuccess(echo)
+            #expect(echo.stderr.contains("/service0200/char0201,"), "the SMP characteristic first: \(echo)")
+        }
+        try await withDevice(["--ble-layout", "smp-second"]) { session in
+            let echo = try await session.smp(["-v", "os", "echo", "later firmware"])
+            expectSuccess(echo)
+            #expect(echo.stdout.contains("later firmware"))
+            #expect(echo.stderr.contains("earlier firmware") && echo.stderr.contains("afresh"), "\(echo)")
+            #expect(echo.stderr.contains("/service0200/char0204,"), "the SMP characteristic second: \(echo)")
+            // BlueZ's copy is right now: the next command needs no second connection.
+            let again = try await session.smp(["os", "echo", "again"])
+            expectSuccess(again)
+            #expect(!again.stderr.contains("afresh"), "\(again)")
+        }
+    }
+
+    /// Two commands at once on one device: the second finds the first's connection with the SMP
+    /// notifications acquired, which BlueZ gives one program at a time. It says so and leaves them
+    /// alone (a StopNotify from it would close the first command's socket; BlueZ 5.66 crashes on one
+    /// after an acquisition that failed), and the first command finishes.
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func aSecondCommandLeavesTheFirstsNotificationsAlone() async throws {
+        // Answers come 4 s late (within the 5 s the connection waits for `os params`): the first command
+        // holds the link for 8 s at least.
+        try await withDevice(["--latency", "4000"]) { session in
+            async let first = session.smp(["--timeout", "20", "os", "echo", "first"])
+            let acquired = await waitUntil(timeout: .seconds(60), interval: .milliseconds(100)) {
+                await RealBlueZ.smpNotificationsAcquired()
+            }
+            #expect(acquired, "the first command never acquired the SMP notifications")
+            let second = try await session.smp(["--timeout", "5", "os", "echo", "second"])
+            let firstResult = try await first
+            expectStatus(second, SMPExit.transport)
+            #expect(second.stderr.contains("another program holds the SMP notifications"), "\(second)")
+            expectSuccess(firstResult)
+            #expect(firstResult.stdout == "first\n", "\(firstResult)")
+        }
+    }
+
     @Test(.enabled(if: RealBlueZ.suite != .link))
     func imageUploadLandsInTheSecondSlot() async throws {
         try await withDevice(["--buf-size", "2475"]) { session in
@@ -559,6 +608,28 @@ enum RealBlueZ {
             URL(fileURLWithPath: "/usr/bin/dbus-send"),
             ["--system", "--print-reply=literal", "--dest=org.bluez", devicePath(address), "org.freedesktop.DBus.Properties.Get",
              "string:org.bluez.Device1", "string:\(name)"], timeout: 10)
+    }
+
+    /// Whether a program holds the device's SMP notifications through AcquireNotify (`NotifyAcquired` of
+    /// the SMP characteristic under the device's object on the client's adapter).
+    static func smpNotificationsAcquired() async -> Bool {
+        guard
+            let result = try? await ProcessRunner.run(
+                URL(fileURLWithPath: "/usr/bin/busctl"),
+                ["--system", "--json=short", "call", "org.bluez", "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"],
+                timeout: 10),
+            let reply = try? JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any],
+            let objects = (reply["data"] as? [Any])?.first as? [String: Any]
+        else { return false }
+        let prefix = devicePath() + "/"
+        return objects.contains { path, interfaces in
+            guard path.hasPrefix(prefix),
+                let characteristic = (interfaces as? [String: Any])?["org.bluez.GattCharacteristic1"] as? [String: Any]
+            else { return false }
+            let uuid = (characteristic["UUID"] as? [String: Any])?["data"] as? String
+            let acquired = (characteristic["NotifyAcquired"] as? [String: Any])?["data"] as? Bool
+            return uuid?.lowercased() == "da2e7828-fbce-4e01-ae9e-261174997c48" && acquired == true
+        }
     }
 
     /// Whether BlueZ on the client's adapter has the device (then a command connects without scanning).

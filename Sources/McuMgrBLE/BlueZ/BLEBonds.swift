@@ -117,15 +117,6 @@ public enum BLEBonds {
         let objects = try await client.objects()
         let adapter = try client.adapter(named: name, in: objects)
         guard let device = objects.devices(on: adapter.path).first(where: { $0.address == address }) else { return false }
-        do {
-            _ = try await client.connection.call(
-                destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface, member: "RemoveDevice",
-                [.objectPath(device.path)], timeout: .seconds(10))
-        } catch let error as DBusError where error.name == "org.bluez.Error.DoesNotExist" || error.name == DBusError.unknownObject {
-            return false
-        } catch let error as DBusError {
-            throw BlueZClient.map(error, "removing \(device.label) from \(adapter.label)")
-        }
-        return true
+        return try await client.removeDevice(device)
     }
 }

@@ -158,6 +158,22 @@ public struct BlueZClient: Sendable {
         return (fd.take(), mtu)
     }
 
+    /// `Adapter1.RemoveDevice`: BlueZ disconnects the device and forgets it, with its bond and its copy
+    /// of the device's services.
+    /// - Returns: false when the adapter did not know the device.
+    public func removeDevice(_ device: BlueZDeviceInfo) async throws -> Bool {
+        do {
+            _ = try await connection.call(
+                destination: BlueZ.service, path: device.adapterPath, interface: BlueZ.adapterInterface, member: "RemoveDevice",
+                [.objectPath(device.path)], timeout: .seconds(10))
+        } catch let error as DBusError where error.name == "org.bluez.Error.DoesNotExist" || error.name == DBusError.unknownObject {
+            return false
+        } catch let error as DBusError {
+            throw BlueZClient.map(error, "removing \(device.label) from \(device.adapterPath.rawValue.split(separator: "/").last.map(String.init) ?? device.adapterPath.rawValue)")
+        }
+        return true
+    }
+
     /// `ReadValue({})`: the characteristic's value, read from the device.
     public func readValue(characteristic: DBusObjectPath, timeout: Duration = .seconds(5)) async throws -> [UInt8] {
         let reply = try await connection.call(

@@ -131,6 +131,9 @@ public struct BlueZCharacteristicInfo: Sendable, Hashable {
     public var flags: [String]
     /// The ATT MTU BlueZ reports for the characteristic (BlueZ 5.62+), when it does.
     public var mtu: Int?
+    /// A program holds the notifications through an AcquireNotify socket (`NotifyAcquired`): BlueZ
+    /// refuses every other subscription, and a StopNotify from anyone closes that socket.
+    public var notifyAcquired: Bool
 
     init(path: DBusObjectPath, properties: [String: DBusValue]) {
         self.path = path
@@ -138,6 +141,7 @@ public struct BlueZCharacteristicInfo: Sendable, Hashable {
         self.servicePath = properties["Service"]?.objectPath
         self.flags = properties["Flags"]?.strings ?? []
         self.mtu = properties["MTU"]?.int
+        self.notifyAcquired = properties["NotifyAcquired"]?.bool ?? false
     }
 }
 

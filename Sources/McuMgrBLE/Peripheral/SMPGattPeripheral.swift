@@ -75,13 +75,44 @@ public final class SMPGattPeripheral: @unchecked Sendable {
         public var pairing: BLEIOCapability?
         /// The passkey the peripheral types when pairing asks it for one (keyboard capabilities).
         public var passkey: UInt32?
+        /// How the SMP service is laid out.
+        public var layout: Layout
+
+        /// The SMP service's characteristics, as firmware builds lay them out.
+        public enum Layout: String, Sendable, CaseIterable {
+            /// The SMP characteristic alone, at handles BlueZ picks (Zephyr's smp_bt).
+            case standard
+            /// The SMP characteristic, then a vendor characteristic, at fixed handles.
+            case smpFirst = "smp-first"
+            /// The vendor characteristic, then the SMP one, at the same fixed handles: the service keeps
+            /// its handles and UUID, as after an upgrade that moved the SMP characteristic, and a central
+            /// that kept its copy of `smpFirst`'s table would write to the vendor characteristic.
+            case smpSecond = "smp-second"
+
+            /// The service's first handle in the fixed layouts: above what bluetoothd and the
+            /// applications whose handles it picks use on a test rig.
+            static let serviceHandle: UInt16 = 0x0200
+
+            /// The fixed handles (the service's, and each characteristic's value: its declaration
+            /// comes one before, its notification descriptor one after); nil: BlueZ picks.
+            var handles: (service: UInt16, smp: UInt16, vendor: UInt16)? {
+                let first = Self.serviceHandle + 2, second = Self.serviceHandle + 5
+                switch self {
+                case .standard: return nil
+                case .smpFirst: return (Self.serviceHandle, first, second)
+                case .smpSecond: return (Self.serviceHandle, second, first)
+                }
+            }
+        }
 
         public init(
             adapter: String, localName: String = "smp-sim", attMTU: Int = 247, acquire: Bool = true,
             busAddress: String? = nil, applicationPath: DBusObjectPath = "/org/mcumgr/peripheral",
             responseDelay: Duration = .zero, reassembly: Bool = true, bufferSize: Int = BLEFramingCodec.defaultMaximumPacketSize,
-            security: Security = .open, notificationSize: Int? = nil, pairing: BLEIOCapability? = nil, passkey: UInt32? = nil
+            security: Security = .open, notificationSize: Int? = nil, pairing: BLEIOCapability? = nil, passkey: UInt32? = nil,
+            layout: Layout = .standard
         ) {
+            self.layout = layout
             self.pairing = pairing
             self.passkey = passkey
             self.security = security
@@ -130,7 +161,12 @@ public final class SMPGattPeripheral: @unchecked Sendable {
     public var localName: String { advertisement.localName }
 
     private var servicePath: DBusObjectPath { configuration.applicationPath.appending("service0") }
-    private var characteristicPath: DBusObjectPath { servicePath.appending("char0") }
+    /// The characteristics' paths in the order of their handles: bluetoothd adds an application's
+    /// characteristics in the order its objects come (sorted by path here), and a service whose
+    /// characteristics were added out of handle order is discovered wrong (the last one's descriptor
+    /// is missed).
+    private var characteristicPath: DBusObjectPath { servicePath.appending(configuration.layout == .smpSecond ? "char1" : "char0") }
+    private var vendorCharacteristicPath: DBusObjectPath { servicePath.appending(configuration.layout == .smpSecond ? "char0" : "char1") }
     private var advertisementPath: DBusObjectPath { configuration.applicationPath.appending("advertisement0") }
 
     /// Registers the application and the advertisement.
@@ -150,14 +186,19 @@ public final class SMPGattPeripheral: @unchecked Sendable {
                 )
             }
             let connection = client.connection
+            let handles = configuration.layout.handles
             let characteristic = SMPCharacteristicObject(
                 connection: connection, path: characteristicPath, servicePath: servicePath,
                 attMTU: configuration.attMTU, acquire: configuration.acquire, responseDelay: configuration.responseDelay,
                 flags: configuration.security.flags, notificationSize: configuration.notificationSize, assembler: SMPWriteAssembler(reassembly: configuration.reassembly, bufferSize: configuration.bufferSize),
-                logger: logger, handler: handler)
+                handle: handles?.smp, logger: logger, handler: handler)
             try connection.exportObjectManager(at: configuration.applicationPath)
-            try connection.export(SMPServiceObject(), at: servicePath)
+            try connection.export(SMPServiceObject(handle: handles?.service), at: servicePath)
             try connection.export(characteristic, at: characteristicPath)
+            if let vendor = handles?.vendor {
+                try connection.export(
+                    VendorCharacteristicObject(servicePath: servicePath, handle: vendor, logger: logger), at: vendorCharacteristicPath)
+            }
             try connection.export(advertisement, at: advertisementPath)
             do {
                 _ = try await connection.call(
@@ -264,15 +305,57 @@ public final class SMPGattPeripheral: @unchecked Sendable {
 
 /// The SMP GATT service object.
 final class SMPServiceObject: DBusExportedObject {
+    /// Its first handle, when fixed (`Configuration.Layout`).
+    let handle: UInt16?
+
+    init(handle: UInt16? = nil) {
+        self.handle = handle
+    }
+
+    var interfaceProperties: [String: [String: DBusValue]] {
+        var properties: [String: DBusValue] = [
+            "UUID": .string(SMPGattUUID.service), "Primary": .boolean(true), "Includes": .objectPaths([]),
+        ]
+        if let handle { properties["Handle"] = .uint16(handle) }
+        return [BlueZ.gattServiceInterface: properties]
+    }
+
+    func handle(_ call: DBusMethodCall) throws -> [DBusValue] { throw DBusError.unknownMethod(call) }
+}
+
+/// A vendor characteristic beside SMP's in the SMP service (`Configuration.Layout`), with the same
+/// properties: it takes writes and subscriptions, and never answers.
+final class VendorCharacteristicObject: DBusExportedObject {
+    static let uuid = "7c4e0f52-95b1-4d0e-8a3b-2f6d1c9e5a70"
+    private let servicePath: DBusObjectPath
+    private let handle: UInt16
+    private let logger: Logger
+
+    init(servicePath: DBusObjectPath, handle: UInt16, logger: Logger) {
+        self.servicePath = servicePath
+        self.handle = handle
+        self.logger = logger
+    }
+
     var interfaceProperties: [String: [String: DBusValue]] {
         [
-            BlueZ.gattServiceInterface: [
-                "UUID": .string(SMPGattUUID.service), "Primary": .boolean(true), "Includes": .objectPaths([]),
+            BlueZ.gattCharacteristicInterface: [
+                "UUID": .string(Self.uuid), "Service": .objectPath(servicePath), "Handle": .uint16(handle),
+                "Flags": .strings(["write-without-response", "notify"]), "Value": .bytes([]),
             ]
         ]
     }
 
-    func handle(_ call: DBusMethodCall) throws -> [DBusValue] { throw DBusError.unknownMethod(call) }
+    func handle(_ call: DBusMethodCall) throws -> [DBusValue] {
+        switch call.member {
+        case "WriteValue":
+            logger.debug("write of \(call.arguments.first?.bytes?.count ?? 0) B to the vendor characteristic: not SMP, ignored")
+            return []
+        case "ReadValue": return [.bytes([])]
+        case "StartNotify", "StopNotify": return []
+        default: throw DBusError.unknownMethod(call)
+        }
+    }
 }
 
 /// The LE advertisement: connectable, discoverable, the SMP service UUID and a name.
@@ -319,6 +402,8 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     private let logger: Logger
     private let handler: SMPGattPeripheral.RequestHandler
     private let assembler: SMPWriteAssembler
+    /// The value's handle, when fixed (`SMPGattPeripheral.Configuration.Layout`).
+    private let valueHandle: UInt16?
 
     private let lock = NIOLock()
     private var value: [UInt8] = []
@@ -335,8 +420,9 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     init(
         connection: DBusConnection, path: DBusObjectPath, servicePath: DBusObjectPath, attMTU: Int, acquire: Bool,
         responseDelay: Duration, flags: [String] = SMPGattPeripheral.Configuration.Security.open.flags, notificationSize: Int? = nil,
-        assembler: SMPWriteAssembler, logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
+        assembler: SMPWriteAssembler, handle: UInt16? = nil, logger: Logger, handler: @escaping SMPGattPeripheral.RequestHandler
     ) {
+        self.valueHandle = handle
         self.flags = flags
         self.notificationSize = notificationSize
         self.responseDelay = responseDelay
@@ -353,11 +439,12 @@ final class SMPCharacteristicObject: DBusExportedObject, @unchecked Sendable {
     var interfaceProperties: [String: [String: DBusValue]] {
         lock.lock()
         defer { lock.unlock() }
-        let properties: [String: DBusValue] = [
+        var properties: [String: DBusValue] = [
             "UUID": .string(SMPGattUUID.characteristic), "Service": .objectPath(servicePath),
             "Flags": .strings(flags), "Value": .bytes(value),
             "Notifying": .boolean(notifying || notifySocket != nil), "MTU": .uint16(UInt16(attMTU)),
         ]
+        if let valueHandle { properties["Handle"] = .uint16(valueHandle) }
         // No WriteAcquired / NotifyAcquired: for a server their presence makes BlueZ move writes and
         // notifications to sockets it acquires per connection, and a stand-in that relays those
         // sockets (bluezoo) loses track of them across connections. Without them writes arrive as

@@ -134,30 +134,71 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         }
         do {
             let started = ContinuousClock.now
-            let opened = try await BleConnector(
-                configuration: configuration, client: client, logger: logger, name: name, pairing: pairing, deviceMemory: deviceMemory
-            ).connect(handler: handler)
+            let connector = BleConnector(
+                configuration: configuration, client: client, logger: logger, name: name, pairing: pairing, deviceMemory: deviceMemory)
+            let opened = try await connector.connect(handler: handler)
             logger.debug("BLE link \(name) up in \((ContinuousClock.now - started).milliseconds) ms (scan, connect, services, subscription)")
-            await learnProfile(of: opened)
+            var link = opened
+            if await !learnProfile(of: link) {
+                link = try await rediscoverServices(of: link, connector: connector, handler: handler) ?? link
+            }
             // Lost while asking about the device: say so now rather than on the first request.
-            if let lost = opened.lossError { throw lost }
-            lock.withLock { link = opened }
+            if let lost = link.lossError { throw lost }
+            lock.withLock { self.link = link }
         } catch {
             client.connection.close()
             throw error
         }
     }
 
+    /// A connection this transport made to a device without a bond, on which the device did not answer
+    /// at all: BlueZ may hold the services of the device's earlier firmware. It keeps a cached service
+    /// whose handles and UUID did not change together with its characteristics (BlueZ 5.66, whether or
+    /// not the device's database hash changed), so after an upgrade that moved the SMP characteristic
+    /// within its service the writes and the subscription go to another characteristic. Removing the
+    /// device from BlueZ drops that copy, and the next connection discovers the services afresh. A
+    /// bonded device keeps its bond (removing it would take the keys): `noAnswerHint` says what to do.
+    /// - Returns: the new link, nil when this is not such a connection.
+    private func rediscoverServices(
+        of link: BleLink, connector: BleConnector, handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
+    ) async throws -> BleLink? {
+        guard link.weConnected, !link.device.paired, link.lossError == nil else { return nil }
+        logger.warning(
+            "\(link.device.label) did not answer on its SMP characteristic: BlueZ may hold the services of the device's earlier firmware; removing the device from BlueZ to discover them afresh")
+        link.discard()
+        do {
+            _ = try await connector.client.removeDevice(link.device)
+        } catch {
+            // Not removed: end the connection this transport made, so that the next one is its own too.
+            logger.debug("BLE \(link.device.label): \(error); connecting again without removing it")
+            await connector.client.disconnect(link.device.path)
+        }
+        let fresh: BleLink
+        do {
+            fresh = try await connector.connect(handler: handler)
+        } catch let error as McuMgrError {
+            throw McuMgrError(
+                error.kind,
+                "\(link.device.label) did not answer on its SMP characteristic, and connecting again after removing it from BlueZ (whose copy of its services may have been from earlier firmware) failed: \(error.message)",
+                cause: error)
+        }
+        if await learnProfile(of: fresh) {
+            logger.debug("BLE \(fresh.device.label): answers after its services were discovered afresh")
+        }
+        return fresh
+    }
+
     /// Fills in the link's device profile: the buffers from `os params` (one round trip), and whether
     /// the device reassembles from the memory when it had the same buffer before, else from the
     /// reassembly probe (one more round trip, only when its buffer holds more than one write).
-    private func learnProfile(of link: BleLink) async {
+    /// - Returns: whether the device answered `os params` (with its buffers or an error).
+    @discardableResult
+    private func learnProfile(of link: BleLink) async -> Bool {
         let key = link.device.address?.rawValue ?? link.device.path.rawValue
         var profile = BLEDeviceProfile()
         let timeout = Duration.seconds(5)
-        if let answer = await link.exchange(BLEDeviceProbe.parametersRequest(), timeout: timeout, reading: BLEDeviceProbe.parameters(in:)),
-            let buffers = answer
-        {
+        let answer = await link.exchange(BLEDeviceProbe.parametersRequest(), timeout: timeout, reading: BLEDeviceProbe.parameters(in:))
+        if let buffers = answer ?? nil {
             profile.bufferSize = buffers.bufferSize
             profile.bufferCount = buffers.bufferCount
         }
@@ -190,6 +231,7 @@ public final class McuMgrBleTransport: McuMgrTransport, @unchecked Sendable {
         link.profile = profile
         logger.debug("BLE device \(link.device.label): \(profile) (\(source))")
         if source == "asked", link.lossError == nil { deviceMemory?.remember(profile, for: key) }
+        return answer != nil
     }
 
     public func send(_ packet: [UInt8]) throws {
@@ -407,6 +449,12 @@ final class BleLink: @unchecked Sendable {
         }
         await client.closeFlushed()
         handler(.closed(nil))
+    }
+
+    /// Ends the link without a word to the client (which has not seen it yet) and without disconnecting:
+    /// the caller deals with the connection.
+    func discard() {
+        _ = end()
     }
 
     /// Marks the link ended and releases its resources; false when it already was.
@@ -805,11 +853,15 @@ struct BleConnector {
         let holder = LinkHolder()
 
         do {
+            // Someone holds the notifications: subscribing fails, and a StopNotify would close their socket.
+            if characteristic.notifyAcquired { throw Fatal(error: Self.notificationsHeld(device)) }
             if configuration.acquire, flags.contains("notify") {
                 do {
                     let acquired = try await client.acquire("AcquireNotify", characteristic: characteristic.path)
                     notifyFD = acquired.fd
                     mtu = acquired.mtu
+                } catch let error as DBusError where Self.notificationsHeld(error) {
+                    throw Fatal(error: Self.notificationsHeld(device))
                 } catch let error as DBusError where error.name == DBusError.noReply {
                     // Subscribing writes the device's CCC descriptor; BlueZ holds the call while it
                     // pairs when the device asks for an encrypted link.
@@ -828,12 +880,15 @@ struct BleConnector {
                     })
                 // A session left by an earlier link that dropped is ended first: real BlueZ ends it with
                 // the connection (and answers this with an error, ignored), a stand-in may keep it and
-                // deliver every notification twice.
+                // deliver every notification twice. (Not while a program holds the notifications through
+                // a socket, which StopNotify would close: `notifyAcquired` above.)
                 _ = try? await connection.call(
                     destination: BlueZ.service, path: characteristic.path, interface: BlueZ.gattCharacteristicInterface,
                     member: "StopNotify", timeout: .seconds(3))
                 do {
                     try await client.startNotify(characteristic: characteristic.path)
+                } catch let error as DBusError where Self.notificationsHeld(error) {
+                    throw Fatal(error: Self.notificationsHeld(device))
                 } catch let error as DBusError {
                     let mapped = BlueZClient.map(error, "subscribing to the SMP notifications of \(device.label)")
                     if Self.needsPairing(error) { throw Fatal(error: Self.pairingError(mapped, device: device), wantsPairing: true) }
@@ -901,6 +956,22 @@ struct BleConnector {
 }
 
 extension BleConnector {
+    /// BlueZ's refusal while a program holds a characteristic's notifications through AcquireNotify.
+    static func notificationsHeld(_ error: DBusError) -> Bool {
+        error.name == "org.bluez.Error.NotPermitted" && error.message.contains("Notify acquired")
+    }
+
+    /// The error for a device whose SMP notifications another program holds: this command waits for
+    /// nothing and closes nothing of theirs. BlueZ 5.66 also reports them held, forever, after an
+    /// AcquireNotify that failed on the device's side (it never answers that call and keeps its
+    /// half-made socket; a StopNotify or removing the device then crashes bluetoothd).
+    static func notificationsHeld(_ device: BlueZDeviceInfo) -> McuMgrError {
+        McuMgrError(
+            .transport,
+            "another program holds the SMP notifications of \(device.label) (BlueZ: Notify acquired), for example another smp still working with it: wait until it ends, then run the command again. If no other program uses the device, BlueZ is stuck after a subscription that failed (BlueZ 5.66): restart it with `systemctl restart bluetooth`"
+        )
+    }
+
     /// A paired device that will not keep a link may have lost its bond (erased by a factory reset or
     /// new firmware) while this computer kept it: encryption with the old keys then fails at once, and
     /// BlueZ reports only that the connection ended. Said where nothing else explains the failure.
