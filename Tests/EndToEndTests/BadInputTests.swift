@@ -7,7 +7,7 @@ import TestSupport
 
 /// `smp` facing devices that misbehave: silence, unknown addresses, a port that vanishes mid-transfer,
 /// a framing mismatch.
-@Suite("smp against bad devices and bad input", .serialized, .timeLimit(.minutes(3)))
+@Suite("smp against bad devices and bad input", .serialized, .timeLimit(.minutes(10)))
 struct BadInputTests {
     @Test("a device that never answers: exit 75 within about 2 s, with a message")
     func silentDevice() async throws {

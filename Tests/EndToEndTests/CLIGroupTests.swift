@@ -3,7 +3,7 @@ import Testing
 
 /// `smp` against `smp-sim` over a real pty and a real UDP socket: one test per command group, each
 /// parameterized over both links, each with a fresh simulated device.
-@Suite("smp CLI against smp-sim", .serialized, .timeLimit(.minutes(3)))
+@Suite("smp CLI against smp-sim", .serialized, .timeLimit(.minutes(10)))
 struct CLIGroupTests {
     @Test("os echo prints the text", arguments: Link.allCases)
     func echo(link: Link) async throws {

@@ -4,7 +4,7 @@ import Testing
 /// What `smp` says about its own command line and how it shapes its output: misspelled groups and
 /// commands named with the nearest known one, `--json` outcomes as one object on stdout with nothing
 /// on stderr, `shell exec` output as the device printed it. Runs the real binary against `sim:`.
-@Suite("smp command line: unknown names, --json outcomes, shell output", .timeLimit(.minutes(3)))
+@Suite("smp command line: unknown names, --json outcomes, shell output", .timeLimit(.minutes(10)))
 struct CommandLineTests {
     @Test(
         "a misspelled group or command is named, with the nearest known name",

@@ -43,7 +43,7 @@ struct DFUCase: Sendable, CustomStringConvertible {
 /// `smp dfu` end to end: the real binary against `smp-sim` over a pty (which vanishes on reset and comes
 /// back, like USB CDC) and over UDP (silent while swapping); the device's image list afterwards is what
 /// the mode promises.
-@Suite("smp dfu against smp-sim", .timeLimit(.minutes(5)))
+@Suite("smp dfu against smp-sim", .timeLimit(.minutes(10)))
 struct DFUTests {
     static func simArguments(_ link: Link, bootloader: String, extra: [String] = []) -> [String] {
         var arguments = ["--bootloader-mode", bootloader, "--swap-time", "0.2"] + extra
@@ -200,7 +200,7 @@ struct DFUTests {
         }
     }
 
-    @Test("a killed smp dfu resumes from the device's offset when run again", .timeLimit(.minutes(2)))
+    @Test("a killed smp dfu resumes from the device's offset when run again", .timeLimit(.minutes(10)))
     func resumeAfterKill() async throws {
         try await withDFUSimulator(.serial, extraArguments: ["--baud", "230400", "--swap-time", "0.2"]) { session in
             let image = try DFUPackages.image(size: 96 * 1024, seed: 9)

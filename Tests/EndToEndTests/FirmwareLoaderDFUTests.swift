@@ -6,7 +6,7 @@ import Testing
 /// bootloader mode 7, stores the loader's advertising name, resets with boot_mode 1 into the loader (which
 /// answers on the same port), the loader takes the image in slot 0, and after the reset the application
 /// runs the uploaded hash.
-@Suite("smp dfu through the firmware loader", .timeLimit(.minutes(5)))
+@Suite("smp dfu through the firmware loader", .timeLimit(.minutes(10)))
 struct FirmwareLoaderDFUTests {
     @Test("Nordic's flow with the loader's name stored", arguments: Link.allCases)
     func flowWithTheLoaderName(_ link: Link) async throws {

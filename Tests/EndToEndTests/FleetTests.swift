@@ -12,7 +12,7 @@ import Glibc
 /// `--device`s or a `--devices` file, against several `smp-sim` processes over UDP and a pty. Each device
 /// gets its own session and result; a silent board and a board that refuses the image fail on their own
 /// while the others finish; the JSON lines and the JUnit report say which and why.
-@Suite("smp with many devices", .timeLimit(.minutes(5)))
+@Suite("smp with many devices", .timeLimit(.minutes(10)))
 struct FleetTests {
     /// Simulators started for one test, stopped (and their directory removed) in all paths.
     final class Rig: @unchecked Sendable {

@@ -4,7 +4,7 @@ import Testing
 /// Interoperability: the independent Python client (`smpmgr` 0.19.1 on smpclient 7.3.0) against `smp-sim`
 /// over its pty and over UDP.
 @Suite(
-    "smpmgr against smp-sim", .serialized, .timeLimit(.minutes(3)),
+    "smpmgr against smp-sim", .serialized, .timeLimit(.minutes(10)),
     .enabled(if: TestEnvironment.hasVenv, Comment(rawValue: TestEnvironment.venvMissingReason)))
 struct InteropTests {
     /// Runs smpmgr against the session's device. smpmgr's UDP transport always uses port 1337; a tiny

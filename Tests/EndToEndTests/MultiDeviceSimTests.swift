@@ -3,7 +3,7 @@ import Testing
 
 /// One `smp-sim --count N` serving N independent devices: each on its own port or pty, each with its own
 /// state.
-@Suite("smp-sim --count: many devices from one process", .serialized, .timeLimit(.minutes(3)))
+@Suite("smp-sim --count: many devices from one process", .serialized, .timeLimit(.minutes(10)))
 struct MultiDeviceSimTests {
     @Test("--count 3 --udp 127.0.0.1:0: three ports, three devices whose files and images stay apart")
     func udpDevicesAreSeparate() async throws {

@@ -8,7 +8,7 @@ import Glibc
 /// Transfers that survive `kill -9` of `smp` (the same command run again continues from the device's
 /// offset) and devices that reset or misbehave mid-transfer (`smp-sim --faults`).
 @Suite(.serialized) struct ResumeAndFaultTests {
-    @Test("kill -9 of smp mid fs upload: the same command continues from the device's bytes and verifies", .timeLimit(.minutes(3)))
+    @Test("kill -9 of smp mid fs upload: the same command continues from the device's bytes and verifies", .timeLimit(.minutes(10)))
     func fsUploadResumesAfterKill() async throws {
         try await withSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
             let payload = randomBytes(80_000)
@@ -29,7 +29,7 @@ import Glibc
         }
     }
 
-    @Test("kill -9 of smp mid image upload: the same command resumes the device's session and the slot holds the image", .timeLimit(.minutes(3)))
+    @Test("kill -9 of smp mid image upload: the same command resumes the device's session and the slot holds the image", .timeLimit(.minutes(10)))
     func imageUploadResumesAfterKill() async throws {
         try await withDFUSimulator(.serial, extraArguments: ["--baud", "115200"]) { session in
             let image = try DFUPackages.image(version: (4, 0, 0), size: 96 * 1024, seed: 41)
@@ -47,7 +47,7 @@ import Glibc
         }
     }
 
-    @Test("kill -9 of smp mid dfu (stopped at a chunk, not a time): the next run resumes and the device runs the image", .timeLimit(.minutes(3)))
+    @Test("kill -9 of smp mid dfu (stopped at a chunk, not a time): the next run resumes and the device runs the image", .timeLimit(.minutes(10)))
     func dfuResumesAfterKill() async throws {
         try await withDFUSimulator(.serial, extraArguments: ["--baud", "115200", "--swap-time", "0.2"]) { session in
             let image = try DFUPackages.image(version: (5, 0, 0), size: 96 * 1024, seed: 43)
@@ -66,7 +66,7 @@ import Glibc
         }
     }
 
-    @Test("a device that resets mid dfu upload (RAM session lost) and during the erase: the upgrade completes", .timeLimit(.minutes(3)),
+    @Test("a device that resets mid dfu upload (RAM session lost) and during the erase: the upgrade completes", .timeLimit(.minutes(10)),
           arguments: [Link.serial, Link.udp])
     func dfuFollowsDeviceResets(_ link: Link) async throws {
         try await withDFUSimulator(link, extraArguments: ["--faults", "reset-after=40000,reset-in-erase=1,seed=3", "--swap-time", "0.2"]) { session in
@@ -79,7 +79,7 @@ import Glibc
         }
     }
 
-    @Test("a device that resets mid fs upload: the upload completes and the file is whole", .timeLimit(.minutes(3)),
+    @Test("a device that resets mid fs upload: the upload completes and the file is whole", .timeLimit(.minutes(10)),
           arguments: [Link.serial, Link.udp])
     func fsUploadFollowsDeviceReset(_ link: Link) async throws {
         try await withSimulator(link, extraArguments: ["--faults", "reset-after=30000,seed=5"]) { session in

@@ -7,7 +7,7 @@ import TestSupport
 /// line buffers through the port server), raw framing, the baud rate arriving at the port, and the
 /// failures: no server, the wrong kind of server, the server killed mid-transfer.
 @Suite(
-    "smp over ser2net (tcp:// and rfc2217://)", .serialized, .timeLimit(.minutes(5)),
+    "smp over ser2net (tcp:// and rfc2217://)", .serialized, .timeLimit(.minutes(10)),
     .enabled(if: Ser2netRig.isAvailable, Comment(rawValue: Ser2netRig.missingReason)))
 struct Ser2netEndToEndTests {
     enum Accepter: String, CaseIterable, Sendable, CustomStringConvertible {
@@ -211,7 +211,7 @@ struct Ser2netEndToEndTests {
 /// The RFC 2217 client against an independent server: pyserial's own `serial.rfc2217.PortManager`
 /// (Tests/Harness/rfc2217_server.py) serving smp-sim's pty.
 @Suite(
-    "smp rfc2217:// against pyserial's RFC 2217 server", .timeLimit(.minutes(3)),
+    "smp rfc2217:// against pyserial's RFC 2217 server", .timeLimit(.minutes(10)),
     .enabled(if: TestEnvironment.hasVenv, Comment(rawValue: TestEnvironment.venvMissingReason)))
 struct PyserialRFC2217Tests {
     @Test func echoBaudRateAndAFileRoundTrip() async throws {
