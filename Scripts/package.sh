@@ -96,11 +96,13 @@ find "$stage" -path "$stage/DEBIAN" -prune -o -type d -exec chmod 0755 {} + -o -
 #    libc6 at least the newest glibc symbol version the binaries use).
 depends=()
 for lib in $(objdump -p "$stage/usr/bin/smp" "$stage/usr/bin/smp-sim" | awk '$1 == "NEEDED" {print $2}' | sort -u); do
-    path="$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|AArch64|64bit/ {print $NF; exit}')"
-    [[ -n "$path" ]] || path="$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')"
+    # The readers take all of their input (no `exit`, no `head`): a writer cut off by an early exit dies of
+    # SIGPIPE, which pipefail reports (CI at ac770e5 ended here with 141; ldconfig -p prints 47 kB).
+    path="$(ldconfig -p | awk -v l="$lib" '!found && $1 == l && /x86-64|AArch64|64bit/ {print $NF; found = 1}')"
+    [[ -n "$path" ]] || path="$(ldconfig -p | awk -v l="$lib" '!found && $1 == l {print $NF; found = 1}')"
     [[ -n "$path" ]] || { echo "package.sh: cannot find $lib, which the binaries need" >&2; exit 69; }
-    package="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)" \
-        || package="$(dpkg -S "$path" | head -1 | cut -d: -f1)"
+    package="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | sed -n 1p | cut -d: -f1)" \
+        || package="$(dpkg -S "$path" | sed -n 1p | cut -d: -f1)"
     [[ -n "$package" ]] || { echo "package.sh: no Debian package holds $path ($lib)" >&2; exit 69; }
     depends+=("$package")
 done
