@@ -154,17 +154,22 @@ public actor McuMgrClient {
         if window != session.configuration.window { execute(session.setWindow(window, now: now)) }
     }
 
-    /// Sends a typed request and decodes its response.
+    /// Sends a typed request and decodes its response. `resendFloor`: the least time before the request
+    /// is sent again without an answer (default: the request's own, `McuMgrRequest.resendFloor`).
     /// - Throws: `McuMgrError` (device error, timeout, transport failure, malformed answer).
-    public func send<R: McuMgrRequest>(_ request: R, timeout: Duration? = nil) async throws -> R.Response {
-        let item = try await sendItem(request, timeout: timeout)
+    public func send<R: McuMgrRequest>(_ request: R, timeout: Duration? = nil, resendFloor: Duration? = nil) async throws
+        -> R.Response
+    {
+        let item = try await sendItem(request, timeout: timeout, resendFloor: resendFloor)
         return try Self.decode(R.Response.self, from: item, operation: R.operationName)
     }
 
     /// Sends a typed request and returns the successful answer as a CBOR item, as the device sent it
-    /// (for tools that show the protocol's own keys).
+    /// (for tools that show the protocol's own keys). `resendFloor` as for `send(_:timeout:resendFloor:)`.
     /// - Throws: `McuMgrError` (device error, timeout, transport failure, malformed answer).
-    public func sendItem<R: McuMgrRequest>(_ request: R, timeout: Duration? = nil) async throws -> CBOR {
+    public func sendItem<R: McuMgrRequest>(_ request: R, timeout: Duration? = nil, resendFloor: Duration? = nil) async throws
+        -> CBOR
+    {
         let payload: [UInt8]
         do {
             payload = try CBOREncoder().encode(request)
@@ -174,7 +179,7 @@ public actor McuMgrClient {
         let operation = R.operationName
         let packet = try await send(
             operation: R.operation, group: R.group, command: R.command, payload: payload,
-            timeout: timeout, name: operation)
+            timeout: timeout, resendFloor: resendFloor ?? request.resendFloor, name: operation)
         var linkHint: (@Sendable (McuMgrReturnCode) -> String?)?
         let advising = transport as? any McuMgrLinkAdvising
         if let advising {
@@ -186,10 +191,11 @@ public actor McuMgrClient {
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).
     /// `retransmittable: false` keeps the session from resending it (a request the device may still be
-    /// working on when the resend timeout passes, and must not get twice).
+    /// working on when the resend timeout passes, and must not get twice); `resendFloor` resends it no
+    /// sooner than that (one the device works on for long, and would do again for every copy).
     public func send(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
-        timeout: Duration? = nil, retransmittable: Bool = true, name: String? = nil
+        timeout: Duration? = nil, retransmittable: Bool = true, resendFloor: Duration? = nil, name: String? = nil
     ) async throws -> SMPPacket {
         try await ensureOpen()
         let id = SMPRequestID(nextID)
@@ -206,7 +212,8 @@ public actor McuMgrClient {
                 execute(
                     session.submit(
                         id, operation: operation, group: group, command: command, payload: payload,
-                        timeout: timeout ?? configuration.timeout, retransmittable: retransmittable, now: now))
+                        timeout: timeout ?? configuration.timeout, retransmittable: retransmittable,
+                        resendFloor: resendFloor, now: now))
             }
         } onCancel: {
             Task { await self.cancel(id) }

@@ -9,4 +9,12 @@ public protocol McuMgrRequest: Encodable, Sendable {
     static var operation: SMPOperation { get }
     /// How the request is named in messages, e.g. "image upload".
     static var operationName: String { get }
+    /// The least time to wait for an answer before sending the request again, for a request the device
+    /// works on for long (a hash over a large file, an erase): the device does the work again for every
+    /// copy it gets, queued behind the first. nil (the default): the link's resend timeout alone.
+    var resendFloor: Duration? { get }
+}
+
+extension McuMgrRequest {
+    public var resendFloor: Duration? { nil }
 }

@@ -24,4 +24,6 @@ public struct EraseStorageRequest: McuMgrRequest, Hashable {
     public typealias Response = McuMgrEmptyResponse
     /// Creates the request.
     public init() {}
+    /// The device erases the partition for every copy: `McuMgrTimeouts.storageEraseResendFloor`.
+    public var resendFloor: Duration? { McuMgrTimeouts.storageEraseResendFloor }
 }

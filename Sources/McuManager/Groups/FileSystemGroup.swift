@@ -142,6 +142,10 @@ public struct FileHashRequest: McuMgrRequest, Hashable {
         self.length = length
     }
 
+    /// The device hashes the whole range for every copy: `McuMgrTimeouts.hashResendFloor(bytes:)` of
+    /// `length` (10 s without one).
+    public var resendFloor: Duration? { McuMgrTimeouts.hashResendFloor(bytes: length) }
+
     enum CodingKeys: String, CodingKey { case name, type, offset = "off", length = "len" }
 }
 

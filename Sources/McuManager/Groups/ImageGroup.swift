@@ -117,6 +117,9 @@ public struct ImageEraseRequest: McuMgrRequest, Hashable {
 
     /// Creates the request.
     public init(slot: Int? = nil) { self.slot = slot }
+
+    /// The device erases the slot for every copy: `McuMgrTimeouts.imageEraseResendFloor`.
+    public var resendFloor: Duration? { McuMgrTimeouts.imageEraseResendFloor }
 }
 
 /// Slot information (sizes, upload ids).

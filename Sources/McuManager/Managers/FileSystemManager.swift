@@ -149,7 +149,7 @@ public struct FileSystemManager: Sendable {
                         requestError = error
                         event = .status(answer)
                     case .hash(let length):
-                        let (answer, error) = try await hashAnswer(remote, length: length, hashes: hashChoice)
+                        let (answer, error) = try await hashAnswer(remote, length: length, bytes: length ?? total, hashes: hashChoice)
                         requestError = error
                         event = .hashed(answer)
                     case .localDigest(let type, let length):
@@ -517,13 +517,13 @@ public struct FileSystemManager: Sendable {
         return HashChoiceCache(remembered: client.configuration.parametersMemory?.recallHashType(of: transport.name))
     }
 
-    /// The device's hash of `remote` (its first `length` bytes when given) and the type it used: SHA-256 is
-    /// asked for first; a device without it (FS error 13 or rc 8) is asked once which types it offers.
-    /// nil: the device offers none. Other device errors are thrown.
-    private func deviceHash(of remote: String, length: Int? = nil, hashes: HashChoiceCache) async throws
+    /// The device's hash of `remote` (its first `length` bytes when given; `bytes` in all) and the type it
+    /// used: SHA-256 is asked for first; a device without it (FS error 13 or rc 8) is asked once which
+    /// types it offers. nil: the device offers none. Other device errors are thrown.
+    private func deviceHash(of remote: String, length: Int?, bytes: Int, hashes: HashChoiceCache) async throws
         -> (type: String, response: FileHashResponse)?
     {
-        let found = try await deviceHashOnce(of: remote, length: length, hashes: hashes)
+        let found = try await deviceHashOnce(of: remote, length: length, bytes: bytes, hashes: hashes)
         if let (used, _) = found, used == "sha256" || used == "crc32" {
             let transport = client.transport
             if let memory = client.configuration.parametersMemory, memory.recallHashType(of: transport.name) != used {
@@ -533,12 +533,19 @@ public struct FileSystemManager: Sendable {
         return found
     }
 
-    private func deviceHashOnce(of remote: String, length: Int?, hashes: HashChoiceCache) async throws
+    private func deviceHashOnce(of remote: String, length: Int?, bytes: Int, hashes: HashChoiceCache) async throws
         -> (type: String, response: FileHashResponse)?
     {
+        // The device hashes `bytes` bytes for this request and again for every copy of it: waits and
+        // resends sized to them (a 1 MiB file: resent after 17 s, not after the link's resend timeout).
+        let timeout = McuMgrTimeouts(answer: client.configuration.timeout).hash(bytes: bytes)
+        let floor = McuMgrTimeouts.hashResendFloor(bytes: bytes)
+        func hash(type: String?) async throws -> FileHashResponse {
+            try await client.send(FileHashRequest(name: remote, type: type, length: length), timeout: timeout, resendFloor: floor)
+        }
         if let remembered = hashes.rememberedType {
             do {
-                let response = try await hash(name: remote, type: remembered, length: length)
+                let response = try await hash(type: remembered)
                 return (response.type ?? remembered, response)
             } catch let error as McuMgrError where Self.isUnsupported(error) {
                 // Other firmware: find its types again.
@@ -548,7 +555,7 @@ public struct FileSystemManager: Sendable {
         }
         if hashes.untried {
             do {
-                let response = try await hash(name: remote, type: "sha256", length: length)
+                let response = try await hash(type: "sha256")
                 hashes.found("sha256")
                 return (response.type ?? "sha256", response)
             } catch let error as McuMgrError where error.returnCode == .notSupported {
@@ -559,7 +566,7 @@ public struct FileSystemManager: Sendable {
             }
         }
         guard let type = try await hashes.choice(self) else { return nil }
-        let response = try await hash(name: remote, type: type, length: length)
+        let response = try await hash(type: type)
         guard let used = response.type ?? type else { return nil }
         return (used, response)
     }
@@ -590,11 +597,11 @@ public struct FileSystemManager: Sendable {
     /// The device's hash of `remote` (its first `length` bytes when given) as `SMPFileUploadMachine` takes
     /// it, and the error when the request ended in one the machine decides about (the device's, or an
     /// answer that could not be read). Other errors are thrown.
-    private func hashAnswer(_ remote: String, length: Int?, hashes: HashChoiceCache) async throws
+    private func hashAnswer(_ remote: String, length: Int?, bytes: Int, hashes: HashChoiceCache) async throws
         -> (SMPFileUploadMachine.HashAnswer, McuMgrError?)
     {
         do {
-            guard let (used, response) = try await deviceHash(of: remote, length: length, hashes: hashes) else {
+            guard let (used, response) = try await deviceHash(of: remote, length: length, bytes: bytes, hashes: hashes) else {
                 return (.none, nil)
             }
             return (.digest(type: used, length: response.length, output: response.outputBytes.map { [UInt8]($0) }), nil)
@@ -651,7 +658,7 @@ public struct FileSystemManager: Sendable {
     private func verify(remote: String, length: Int, hashes: HashChoiceCache, local: (String) throws -> Data?)
         async throws -> Verification
     {
-        let (answer, error) = try await hashAnswer(remote, length: nil, hashes: hashes)
+        let (answer, error) = try await hashAnswer(remote, length: nil, bytes: length, hashes: hashes)
         var verdict = SMPFileUploadMachine.verdict(on: answer, total: length, lengthChecked: true)
         while true {
             switch verdict {

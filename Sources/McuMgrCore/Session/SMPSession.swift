@@ -59,7 +59,7 @@ public enum SMPSessionError: Error, Sendable, Hashable, CustomStringConvertible 
         switch self {
         case .timeout(let after, let retransmits):
             let seconds = (after.seconds * 10).rounded() / 10
-            return "no answer within \(seconds) s" + (retransmits > 0 ? " (\(retransmits) resends)" : "")
+            return "no answer within \(seconds) s" + (retransmits > 0 ? " (\(retransmits) resend\(retransmits == 1 ? "" : "s"))" : "")
         case .linkFailed(let why): return why
         case .cancelled: return "cancelled"
         }

@@ -107,6 +107,65 @@ struct McuMgrClientTimingTests {
         #expect(link.log.map(\.at) == [.zero, .milliseconds(300), .milliseconds(600)])
     }
 
+    /// The resends of a UDP link (`UDPTransport`): 25 ms floor, 1 s before the first round trip.
+    static let udp = SMPSessionConfiguration(
+        adaptiveRetransmit: true, retransmitFloor: .milliseconds(25), initialRetransmit: .seconds(1),
+        maximumRetransmits: 7)
+
+    @Test func aHashOfALargeFileIsAskedForAgainOnlyAfterTheDeviceCouldHaveHashedIt() async throws {
+        let clock = ManualClock()
+        let link = VirtualTimeLink(clock: clock, session: Self.udp)
+        let client = McuMgrClient(transport: link, configuration: .init(timeout: .seconds(10)), clock: McuMgrClock(clock))
+        var writes = link.writes.makeAsyncIterator()
+        // A round trip of 2 ms first: the link's own resend timeout is then its 25 ms floor.
+        let echo = Task { try await client.send(EchoRequest(text: "rtt")) }
+        let sent = try #require(await writes.next())
+        await clock.waitForSleeper(until: .seconds(1))
+        clock.advance(to: .milliseconds(2))
+        link.answer(sent.packet, with: ["r": "rtt"])
+        _ = try await echo.value
+        await clock.waitForSleepers { $0.isEmpty }
+        clock.advance(to: .seconds(1))
+
+        // 1 MiB: the device may hash it for 16 s; every copy would be hashed again behind the first.
+        let hash = Task {
+            try await client.send(FileHashRequest(name: "/lfs1/big.bin", length: 1 << 20), timeout: .seconds(40))
+        }
+        let request = try #require(await writes.next())
+        #expect(request.at == .seconds(1))
+        for at: Duration in [.seconds(18), .seconds(35)] {
+            let resend = await Self.expectWrite(at: at, clock: clock, link: link, writes: &writes)
+            #expect(resend?.packet.bytes == request.packet.bytes)
+        }
+        link.answer(request.packet, with: ["type": "sha256", "len": .unsigned(1 << 20), "output": .bytes([UInt8](repeating: 7, count: 32))])
+        #expect(try await hash.value.length == 1 << 20)
+        #expect(link.log.map(\.at) == [.zero, .seconds(1), .seconds(18), .seconds(35)])
+    }
+
+    @Test func anEraseIsAskedForAgainAfter40sAndAnExplicitFloorOverridesTheRequests() async throws {
+        let clock = ManualClock()
+        let link = VirtualTimeLink(clock: clock, session: Self.udp)
+        let client = McuMgrClient(transport: link, configuration: .init(timeout: .seconds(10)), clock: McuMgrClock(clock))
+        var writes = link.writes.makeAsyncIterator()
+        let erase = Task { try await client.send(ImageEraseRequest(slot: 1), timeout: .seconds(75)) }
+        let request = try #require(await writes.next())
+        let resend = await Self.expectWrite(at: .seconds(40), clock: clock, link: link, writes: &writes)
+        #expect(resend?.packet.bytes == request.packet.bytes)
+        // The next resend (80 s) would come after the deadline: nothing more until the timeout.
+        await clock.waitForSleeper(until: .seconds(75))
+        #expect(clock.pendingDeadlines == [.seconds(75)])
+        clock.advance(to: .seconds(75))
+        let error = await #expect(throws: McuMgrError.self) { try await erase.value }
+        #expect(error?.message.contains("no answer within 75.0 s (1 resend)") == true, "\(error?.message ?? "")")
+
+        let echo = Task { try await client.send(EchoRequest(text: "x"), resendFloor: .seconds(3)) }
+        let sent = try #require(await writes.next())
+        #expect(sent.at == .seconds(75))
+        _ = await Self.expectWrite(at: .seconds(78), clock: clock, link: link, writes: &writes)
+        link.answer(sent.packet, with: ["r": "x"])
+        #expect(try await echo.value.text == "x")
+    }
+
     @Test func withoutResendsNothingHappensUntilTheTimeoutAndTheTimeoutIsExact() async throws {
         let clock = ManualClock()
         let link = VirtualTimeLink(clock: clock, session: SMPSessionConfiguration())

@@ -31,4 +31,22 @@ import Testing
         #expect(long.atLeast(McuMgrTimeouts.imageEraseFloor) == .seconds(120))
         #expect(long.firstChunk == .seconds(120))
     }
+
+    @Test func aHashWaitsForWhatTheDeviceHashesAndIsNotAskedForAgainSooner() {
+        // 1 s, and the bytes at the slowest rate a device hashes (64 KiB/s).
+        #expect(McuMgrTimeouts.hashResendFloor(bytes: 0) == .seconds(1))
+        #expect(McuMgrTimeouts.hashResendFloor(bytes: 4096) == .milliseconds(1_063), "in whole milliseconds, rounded up")
+        #expect(McuMgrTimeouts.hashResendFloor(bytes: 1 << 20) == .seconds(17))
+        #expect(McuMgrTimeouts.hashResendFloor(bytes: nil) == .seconds(10), "a whole file of unknown size")
+        // Two resend floors, at least the answer time: one resend when the request or its answer is lost.
+        #expect(McuMgrTimeouts().hash(bytes: 4096) == .seconds(10))
+        #expect(McuMgrTimeouts().hash(bytes: 1 << 20) == .seconds(34))
+        #expect(McuMgrTimeouts(answer: .seconds(60)).hash(bytes: 1 << 20) == .seconds(60))
+        // The requests that carry a floor of their own.
+        #expect(FileHashRequest(name: "/lfs1/f", length: 1 << 20).resendFloor == .seconds(17))
+        #expect(FileHashRequest(name: "/lfs1/f").resendFloor == .seconds(10))
+        #expect(ImageEraseRequest(slot: 1).resendFloor == .seconds(40))
+        #expect(EraseStorageRequest().resendFloor == .seconds(15))
+        #expect(EchoRequest(text: "x").resendFloor == nil, "others: the link's resend timeout alone")
+    }
 }

@@ -57,6 +57,49 @@ struct FileDownloadTimingTests {
         #expect(link.log.map(\.at) == [.zero, .zero, .milliseconds(100), .milliseconds(100)])
     }
 
+    @Test func theHashThatChecksTheDownloadIsAskedForAgainAfterTheDeviceCouldHaveHashedTheFile() async throws {
+        let clock = ManualClock()
+        let hashes = LockedValue(0)
+        let session = SMPSessionConfiguration(
+            adaptiveRetransmit: true, retransmitFloor: .milliseconds(25), initialRetransmit: .seconds(1), maximumRetransmits: 7)
+        let link = VirtualTimeLink(clock: clock, session: session) { packet in
+            guard packet.header.group == .fileSystem else { return ["rc": 8] }
+            switch packet.header.command.rawValue {
+            case 0:
+                let offset = (try? CBOR(decoding: packet.payload))?["off"]?.int ?? 0
+                let data = CBOR.bytes(Array(Self.file[offset..<min(Self.file.count, offset + 100)]))
+                return offset == 0
+                    ? ["off": 0, "data": data, "len": .unsigned(UInt64(Self.file.count))] : ["off": .unsigned(UInt64(offset)), "data": data]
+            case 2:
+                // The first hash request (or its answer) is lost; the copy is answered.
+                guard hashes.withValue({ $0 += 1; return $0 }) > 1 else { return nil }
+                return ["type": "sha256", "len": .unsigned(UInt64(Self.file.count)), "output": .bytes(SHA256.hash(data: Self.file))]
+            default:
+                return ["rc": 8]
+            }
+        }
+        let client = McuMgrClient(transport: link, configuration: .init(timeout: .seconds(10)), clock: McuMgrClock(clock))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("download-timing-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let local = directory.appendingPathComponent("f.bin")
+        let task = Task { try await FileSystemManager(client: client).download("/lfs1/f.bin", to: local) }
+        // Every answer so far took no time: the link's own resend timeout is its 25 ms floor. The hash is
+        // asked for again when the device could have hashed the 300 bytes at 64 KiB/s, and a second.
+        let floor = McuMgrTimeouts.hashResendFloor(bytes: Self.file.count)
+        #expect(floor > .seconds(1))
+        #expect(floor == .milliseconds(1_005))
+        await clock.waitForSleepers { $0 == [floor] }
+        clock.advance(to: floor - .milliseconds(1))
+        #expect(hashes.withValue { $0 } == 1, "not asked again before the floor")
+        clock.advance(to: floor)
+        let result = try await task.value
+        #expect(result.bytes == 300)
+        #expect(result.verification == .sha256)
+        #expect(hashes.withValue { $0 } == 2)
+        #expect(link.log.filter { $0.packet.header.command.rawValue == 2 }.map(\.at) == [.zero, floor])
+    }
+
     @Test func noDataForTheStallTimeoutEndsTheDownloadThenAndNotBefore() async throws {
         let clock = ManualClock()
         let link = Self.link(clock: clock) { offset, _ in offset == 100 ? .some(nil) : .none }
