@@ -152,9 +152,14 @@ wait_for_udp_port() {
 }
 
 # Waits until the device in $dir answers an echo at $address (a pty path or HOST:PORT); $kind is
-# --serial or --udp. Fails when the device (or the bridge) exits, or after $ready_timeout s.
+# --serial or --udp. With $banner, nothing is sent before the console has shown it. Fails when the device
+# (or the bridge) exits, or after $ready_timeout s.
 wait_ready() {
-    local dir="$1" kind="$2" address="$3" deadline=$((SECONDS + ready_timeout))
+    local dir="$1" kind="$2" address="$3" banner="${4:-}" deadline=$((SECONDS + ready_timeout))
+    if [[ -n "$banner" ]] && ! "$python" "$probe" --serial "$address" --await "$banner" --timeout "$ready_timeout"; then
+        note "the device did not boot within ${ready_timeout} s"
+        return 1
+    fi
     while ((SECONDS < deadline)); do
         still_wanted || { note "stopped while waiting for the device to answer"; return 1; }
         alive "$(cat "$dir/device.pid")" || { tail -20 "$dir/device.log" >&2; return 1; }
@@ -171,7 +176,7 @@ wait_ready() {
 }
 
 start_rig() {
-    local build="" owner="" dir="" ready_timeout=120
+    local build="" owner="" dir="" ready_timeout=120 banner=""
     while (($#)); do
         case "$1" in
             --owner) owner="$2"; shift ;;
@@ -266,10 +271,16 @@ start_rig() {
             kind=--udp address="127.0.0.1:$udp_port" device="udp:127.0.0.1:$udp_port"
             ;;
         mps2-recovery | mps2 | m0)
-            local port machine
+            local port machine wait=off
             port="$(free_tcp_port)"
+            # The Cortex-M0 build's application never reads its UART again when a byte reached the UART
+            # while it booted (a frame in its first ~0.1 s under QEMU, and much later on a loaded
+            # machine: every echo after it goes unanswered). So QEMU starts it only once socat is
+            # connected (wait=on: nothing it prints is lost), and nothing is sent before Zephyr's boot
+            # banner.
+            [[ "$build" == m0 ]] && wait=on banner="*** Booting Zephyr"
             local qemu=(qemu-system-arm -nographic -monitor none
-                -chardev "socket,id=con,host=127.0.0.1,port=$port,server=on,wait=off" -serial chardev:con)
+                -chardev "socket,id=con,host=127.0.0.1,port=$port,server=on,wait=$wait" -serial chardev:con)
             if [[ "$build" == m0 ]]; then
                 qemu+=(-cpu cortex-m0 -machine microbit -device "loader,file=$firmware/$files")
             else
@@ -298,7 +309,7 @@ start_rig() {
             ;;
     esac
 
-    if ! wait_ready "$dir" "$kind" "$address"; then
+    if ! wait_ready "$dir" "$kind" "$address" "$banner"; then
         stop_rig "$dir"
         die "$build did not answer an SMP echo"
     fi

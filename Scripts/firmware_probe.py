@@ -9,7 +9,10 @@ every build's buffers.
 Usage:
   firmware_probe.py --serial PATH [--timeout S]
   firmware_probe.py --udp HOST:PORT [--timeout S]
-Exit: 0 answered, 1 no answer within the timeout, 2 could not open the device.
+  firmware_probe.py --serial PATH --await TEXT [--timeout S]
+      Sends nothing: reads the console until TEXT appears in it (e.g. the application's boot banner,
+      for a device that must get no input while it boots), keeping what was there before it opened.
+Exit: 0 answered (or TEXT seen), 1 no answer (no TEXT) within the timeout, 2 could not open the device.
 """
 
 import argparse
@@ -94,6 +97,38 @@ def probe_serial(path: str, timeout: float) -> int:
         os.close(fd)
 
 
+def await_text(path: str, text: bytes, timeout: float) -> int:
+    # No flush and no termios change (tcsetattr's flush would drop what the device printed before).
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError as error:
+        print(f"firmware_probe: cannot open {path}: {error}", file=sys.stderr)
+        return 2
+    seen = b""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                time.sleep(0.05)
+                continue
+            seen = (seen + chunk)[-4096:]
+            if text in seen:
+                return 0
+        shown = seen[-400:].decode("latin-1").replace("\r", "")
+        print(f"firmware_probe: {text.decode()!r} not seen on {path} within {timeout:g} s; the console showed"
+              + (f":\n{shown}" if shown else " nothing"), file=sys.stderr)
+        return 1
+    finally:
+        os.close(fd)
+
+
 def probe_udp(address: str, timeout: float) -> int:
     host, _, port = address.rpartition(":")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
@@ -125,7 +160,12 @@ def main() -> int:
     link.add_argument("--serial", metavar="PATH")
     link.add_argument("--udp", metavar="HOST:PORT")
     parser.add_argument("--timeout", type=float, default=1.0)
+    parser.add_argument("--await", dest="wait_for", metavar="TEXT")
     args = parser.parse_args()
+    if args.wait_for is not None:
+        if not args.serial:
+            parser.error("--await reads a serial console (--serial PATH)")
+        return await_text(args.serial, args.wait_for.encode(), args.timeout)
     if args.serial:
         return probe_serial(args.serial, args.timeout)
     return probe_udp(args.udp, args.timeout)
