@@ -71,6 +71,10 @@ public actor McuMgrClient {
     /// Tags the current link's events; bumped when a link closes so late events of an old link are dropped.
     private var linkGeneration = 0
     private var lastDrop: SMPFramingDrop?
+    /// Why the transport ended the last link (its words), until a link opens again: when opening the
+    /// next one fails, the error says both (a port server killed mid-transfer, then refusing the
+    /// reconnection: the refusal alone would hide that it was there a moment ago).
+    private var lastClosure: String?
     /// The clock timeouts and resends run on (the system's unless a test gave its own); transfers and
     /// firmware upgrades through this client use it too.
     public nonisolated let clock: McuMgrClock
@@ -289,6 +293,12 @@ public actor McuMgrClient {
         return item
     }
 
+    /// Whether a link is open (tests wait on it to see a closing handled).
+    package var isLinkOpen: Bool {
+        if case .open = link { return true }
+        return false
+    }
+
     /// Opens the link now (otherwise the first request opens it): callers that time an operation open
     /// first, so that a connection's set-up is not counted.
     /// - Throws: `McuMgrError` when the transport cannot open.
@@ -305,6 +315,7 @@ public actor McuMgrClient {
         }
         link = .closed
         linkGeneration += 1
+        lastClosure = nil  // closed on purpose: a next link starts afresh
         execute(session.linkFailed("the connection was closed"))
         forgetLearnedDevice()
         timer?.cancel()
@@ -344,11 +355,13 @@ public actor McuMgrClient {
             } catch {
                 link = .closed
                 linkGeneration += 1
-                if let error = error as? McuMgrError { throw error }
-                throw McuMgrError(.transport, "cannot open \(transport.name): \(error)", cause: error)
+                var failure = error as? McuMgrError ?? McuMgrError(.transport, "cannot open \(transport.name): \(error)", cause: error)
+                if let closure = lastClosure { failure.message = "\(closure); connecting again failed: \(failure.message)" }
+                throw failure
             }
             link = .open
             lastDrop = nil
+            lastClosure = nil
             // Events that arrived while opening.
             drainInbox()
         }
@@ -387,6 +400,7 @@ public actor McuMgrClient {
             linkGeneration += 1
             let reason =
                 error?.message ?? "\(transport.name) closed the connection"
+            lastClosure = reason
             execute(session.linkFailed(reason))
             forgetLearnedDevice()
         }
