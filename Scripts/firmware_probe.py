@@ -50,6 +50,20 @@ def is_echo_answer(packet: bytes, sequence: int) -> bool:
     return (op & 0x07) == 3 and group == 0 and seq == sequence and command == 0 and len(packet) >= 8 + length
 
 
+def chunks(fd: int, deadline: float):
+    """What the serial device sends until `deadline` (monotonic), as it comes."""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            continue
+        try:
+            yield os.read(fd, 4096)
+        except BlockingIOError:
+            continue
+        except OSError:
+            time.sleep(0.05)  # EIO while the other side of a pty is not there yet
+
+
 def probe_serial(path: str, timeout: float) -> int:
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
@@ -66,19 +80,8 @@ def probe_serial(path: str, timeout: float) -> int:
         packet = echo_request(sequence)
         frame = struct.pack(">H", len(packet) + 2) + packet + struct.pack(">H", crc16_xmodem(packet))
         os.write(fd, b"\x06\x09" + base64.b64encode(frame) + b"\n")
-        deadline = time.monotonic() + timeout
         pending = b""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                continue
-            try:
-                chunk = os.read(fd, 4096)
-            except BlockingIOError:
-                continue
-            except OSError:
-                time.sleep(0.05)  # EIO while the other side of a pty is not there yet
-                continue
+        for chunk in chunks(fd, time.monotonic() + timeout):
             pending += chunk
             # Answers are single-line frames here (a short echo); look at every complete line.
             while b"\n" in pending:
@@ -106,18 +109,7 @@ def await_text(path: str, text: bytes, timeout: float) -> int:
         return 2
     seen = b""
     try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                continue
-            try:
-                chunk = os.read(fd, 4096)
-            except BlockingIOError:
-                continue
-            except OSError:
-                time.sleep(0.05)
-                continue
+        for chunk in chunks(fd, time.monotonic() + timeout):
             seen = (seen + chunk)[-4096:]
             if text in seen:
                 return 0
