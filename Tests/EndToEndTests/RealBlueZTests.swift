@@ -133,6 +133,60 @@ struct RealBlueZTests {
         }
     }
 
+    /// A device that notifies in 20-byte pieces whatever the link carries (`--ble-notify-size 20`, as a
+    /// Zephyr build that never raises its notification length): a 2.4 kB answer is some 120
+    /// notifications through bluetoothd's own sockets, joined into whole answers, both ways.
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func shortNotificationsAreJoined() async throws {
+        try await withDevice(["--ble-notify-size", "20", "--buf-size", "2475", "--fs-blocks", "0"]) { session in
+            let text = String(repeating: "notification ", count: 80)
+            let echo = try await session.smp(["os", "echo", text])
+            expectSuccess(echo)
+            #expect(echo.stdout == text + "\n")
+            let payload = randomBytes(16 * 1024)
+            let local = session.directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"]))
+            let back = session.directory.path("back.bin")
+            expectSuccess(try await session.smp(["fs", "download", "/lfs1/payload.bin", back]))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+        }
+    }
+
+    /// The device drops the link in the middle of an upload (`--ble-drop-every 8`: it handled the
+    /// request, disconnects through its own bluetoothd, which ends the link two seconds later, and
+    /// advertises again at once, as a device whose central went out of range): the command ends with
+    /// exit 69 and says the link was lost, never a bare timeout, and the same command run again
+    /// connects afresh and resumes from what the device holds until the file is whole (checked by the
+    /// device's SHA-256).
+    @Test(.enabled(if: RealBlueZ.suite == .full))
+    func aDroppedLinkEndsTheCommandAndTheSameCommandResumes() async throws {
+        try await withDevice(["--ble-drop-every", "8", "--buf-size", "2475", "--fs-blocks", "0"]) { session in
+            let payload = randomBytes(32 * 1024)
+            let local = session.directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            let first = try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"])
+            expectStatus(first, SMPExit.transport)
+            #expect(first.stderr.contains("Bluetooth link") && first.stderr.contains("was lost"), "\(first)")
+            #expect(!first.stderr.contains("no answer within"), "\(first)")
+            var finished: ProcessResult?
+            var attempts = 1
+            while finished == nil, attempts < 16 {
+                attempts += 1
+                let again = try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"])
+                if again.status == 0 {
+                    finished = again
+                } else {
+                    expectStatus(again, SMPExit.transport)
+                    #expect(again.stderr.contains("was lost") && !again.stderr.contains("no answer within"), "\(again)")
+                }
+            }
+            #expect(finished?.stdout.contains("resumed at byte") == true, "\(String(describing: finished))")
+            #expect(finished?.stdout.contains("verified by SHA-256") == true, "\(String(describing: finished))")
+            print("aDroppedLink: the upload took \(attempts) commands")
+        }
+    }
+
     /// A command exits without waiting the two seconds BlueZ takes to end its connection: it only asks.
     /// The next command, started at once, finds the device still connected and waits for that end
     /// instead of taking a connection about to drop (which would end it in the middle).
