@@ -266,6 +266,13 @@ struct RealFirmwareTests {
         expectSuccess(result, sourceLocation: sourceLocation)
         // The firmware answers "\r\nZephyr version 4.4.0\r\n": the shell's line break before the output is left out.
         #expect(result.stdout == "Zephyr version 4.4.0\r\n", "\(result)", sourceLocation: sourceLocation)
+        // A command slower than the resend timeout (0.3 s on serial, 25 ms over UDP once round trips are
+        // measured) goes out once: Zephyr runs every copy it gets, and a second `kernel sleep 1500` held
+        // the next request 1.4 s on native_sim_serial.
+        let slow = try await rig.smp("-v", "shell", "exec", "--", "kernel", "sleep", "1500")
+        expectSuccess(slow, sourceLocation: sourceLocation)
+        #expect(slow.stderr.components(separatedBy: "-> write shell(9)").count == 2, "one request: \(slow)", sourceLocation: sourceLocation)
+        #expect(!slow.stderr.contains("resend seq"), "\(slow)", sourceLocation: sourceLocation)
     }
 
     static func images(_ result: ProcessResult) -> [[String: Any]] {

@@ -183,7 +183,7 @@ public actor McuMgrClient {
         let operation = R.operationName
         let packet = try await send(
             operation: R.operation, group: R.group, command: R.command, payload: payload,
-            timeout: timeout, resendFloor: resendFloor ?? request.resendFloor, name: operation)
+            timeout: timeout, retransmittable: R.isIdempotent, resendFloor: resendFloor ?? request.resendFloor, name: operation)
         var linkHint: (@Sendable (McuMgrReturnCode) -> String?)?
         let advising = transport as? any McuMgrLinkAdvising
         if let advising {

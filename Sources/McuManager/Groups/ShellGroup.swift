@@ -26,6 +26,9 @@ public struct ShellExecuteRequest: McuMgrRequest, Hashable {
     public static var operation: SMPOperation { .write }
     public static var operationName: String { "shell execute" }
     public typealias Response = ShellExecuteResponse
+    /// The device runs every copy of a command it gets (Zephyr has no way to tell a copy): a command
+    /// that takes longer than the link's resend timeout would run twice if it were sent again.
+    public static var isIdempotent: Bool { false }
 
     /// Command and arguments (`argv`).
     public var argv: [String]

@@ -16,7 +16,8 @@ public struct ShellManager: Sendable {
     /// Runs `argv` (command, then arguments) and returns its output and return code.
     ///
     /// The return code comes from `ret`, or from `rc` on devices built with the legacy return-code
-    /// option; a non-zero command result is not an error here.
+    /// option; a non-zero command result is not an error here. The request is never sent again without
+    /// an answer (the device would run the copy too): a lost request ends in a timeout that says so.
     /// - Throws: `McuMgrError` when the device refuses the command (e.g. shell error `EMPTY_COMMAND`).
     public func execute(_ argv: [String]) async throws -> ShellExecuteResponse {
         guard !argv.isEmpty else { throw McuMgrError(.usage, "shell execute: give a command to run") }
@@ -27,9 +28,17 @@ public struct ShellManager: Sendable {
         } catch {
             throw McuMgrError(.usage, "cannot encode the shell command: \(error)", cause: error)
         }
-        let packet = try await client.send(
-            operation: ShellExecuteRequest.operation, group: ShellExecuteRequest.group,
-            command: ShellExecuteRequest.command, payload: payload, name: ShellExecuteRequest.operationName)
+        let packet: SMPPacket
+        do {
+            packet = try await client.send(
+                operation: ShellExecuteRequest.operation, group: ShellExecuteRequest.group,
+                command: ShellExecuteRequest.command, payload: payload, retransmittable: ShellExecuteRequest.isIdempotent,
+                name: ShellExecuteRequest.operationName)
+        } catch var error as McuMgrError where error.kind == .timeout {
+            error.message +=
+                " The command was not sent again, since the device would run the copy too: it may have run, so check before running it again."
+            throw error
+        }
         // Legacy builds report the command's result as `rc` next to the output `o`.
         if let item = try? CBOR(decoding: packet.payload), item["o"] != nil, item["err"] == nil,
             let rc = item["rc"]?.int

@@ -166,6 +166,51 @@ struct McuMgrClientTimingTests {
         #expect(try await echo.value.text == "x")
     }
 
+    /// A shell command slower than the resend timeout: the device runs every copy it gets (measured on
+    /// native_sim_serial: `kernel sleep 1500` sent again after 1 s held the next echo 1.4 s), so the
+    /// command goes out once and is waited for; one that gets no answer times out saying it was not
+    /// sent again. Other requests to the same client are still resent.
+    @Test func aShellCommandGoesOutOnceAndATimeoutSaysItWasNotSentAgain() async throws {
+        let clock = ManualClock()
+        let link = VirtualTimeLink(clock: clock, session: Self.udp)
+        let client = McuMgrClient(transport: link, configuration: .init(timeout: .seconds(10)), clock: McuMgrClock(clock))
+        let shell = ShellManager(client: client)
+        var writes = link.writes.makeAsyncIterator()
+
+        let sleep = Task { try await shell.execute(["kernel", "sleep", "3000"]) }
+        let sent = try #require(await writes.next())
+        // Only the request's own deadline waits: no resend timer.
+        await clock.waitForSleeper(until: .seconds(10))
+        #expect(clock.pendingDeadlines == [.seconds(10)])
+        clock.advance(to: .seconds(3))
+        #expect(link.log.count == 1)
+        link.answer(sent.packet, with: ["o": "", "ret": 0])
+        #expect(try await sleep.value.returnCode == 0)
+
+        let lost = Task { try await shell.execute(["kernel", "sleep", "100"]) }
+        #expect(await writes.next()?.at == .seconds(3))
+        await clock.waitForSleeper(until: .seconds(13))
+        #expect(clock.pendingDeadlines == [.seconds(13)])
+        clock.advance(to: .seconds(13))
+        let error = await #expect(throws: McuMgrError.self) { try await lost.value }
+        #expect(error?.kind == .timeout)
+        #expect(error?.message.contains("no answer within 10.0 s.") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("not sent again") == true && error?.message.contains("may have run") == true, "\(error?.message ?? "")")
+        #expect(link.log.count == 2)
+
+        // An echo on the same client is resent as before: a resend timer, not only its deadline (23 s).
+        let echo = Task { try await client.send(EchoRequest(text: "x")) }
+        let echoSent = try #require(await writes.next())
+        await clock.waitForSleepers { !$0.isEmpty }
+        let resendAt = try #require(clock.pendingDeadlines.first)
+        #expect(resendAt < .seconds(23), "a resend is due before the echo's deadline")
+        clock.advance(to: resendAt)
+        let resend = await writes.next()
+        #expect(resend?.at == resendAt && resend?.packet.bytes == echoSent.packet.bytes)
+        link.answer(echoSent.packet, with: ["r": "x"])
+        #expect(try await echo.value.text == "x")
+    }
+
     @Test func withoutResendsNothingHappensUntilTheTimeoutAndTheTimeoutIsExact() async throws {
         let clock = ManualClock()
         let link = VirtualTimeLink(clock: clock, session: SMPSessionConfiguration())

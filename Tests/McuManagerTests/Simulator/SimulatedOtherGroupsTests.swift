@@ -104,6 +104,16 @@ struct SimulatedOtherGroupsTests {
         #expect(try run(["echo", "a", "b"])["o"]?.string == "a b\n")
         #expect(try run(["kernel", "uptime"])["o"]?.string?.hasPrefix("Uptime: ") == true)
         #expect(try run(["help"])["ret"]?.int == 0)
+        // `kernel sleep ms` as Zephyr 4.4 answers it; the device is busy for that long before it answers.
+        #expect(try run(["kernel", "sleep", "20"])["ret"]?.int == 0)
+        let sleep = SimulatedDevice().responsesAndBusyTime(
+            to: smpRequest(.write, group: .shell, command: 0, body: ["argv": ["kernel", "sleep", "1500"]]))
+        #expect(sleep.busy == .milliseconds(1500) && sleep.responses.count == 1)
+        #expect(try run(["kernel", "sleep"])["o"]?.string == "sleep: wrong parameter count\nsleep - ms\n")
+        #expect(try run(["kernel", "sleep"])["ret"]?.int == -22)
+        #expect(try run(["kernel", "sleep", "-5"])["o"]?.string == "Unable to parse input (err -22)\n")
+        #expect(SimulatedDevice().responsesAndBusyTime(
+            to: smpRequest(.write, group: .shell, command: 0, body: ["argv": ["kernel", "version"]])).busy == .zero)
         let ls = try #require(try run(["fs", "ls", "/lfs1"])["o"]?.string)
         #expect(ls.contains("hello.txt"))
         let unknown = try run(["frobnicate"])
