@@ -54,6 +54,12 @@ private final class MonitorEngine: @unchecked Sendable {
     private let continuation: AsyncStream<SerialDeviceEvent>.Continuation
     // Touched only on `queue`.
     private var known: [String: SerialDevice] = [:]
+    /// Ports a remove event announced, by sysfs path, and when: the kernel sends the event before it
+    /// deletes the device, so a rescan in between still finds it, and would report it back at once
+    /// (a board followed across its reset then seemed to return at its old tty). Rescans leave such a
+    /// port out until they see it gone, an add event comes for it, or `departureLimit` passed.
+    private var departed: [String: DispatchTime] = [:]
+    private static let departureLimit: UInt64 = 5_000_000_000
     private var monitor: UdevMonitor?
     private var timer: DispatchSourceTimer?
     private var stopped = false
@@ -98,10 +104,12 @@ private final class MonitorEngine: @unchecked Sendable {
         guard !stopped else { return }
         switch event.action {
         case "remove":
+            departed[event.sysPath] = .now()
             if let device = known.removeValue(forKey: event.sysPath) {
                 continuation.yield(SerialDeviceEvent(kind: .removed, device: device))
             }
         case "add":
+            departed[event.sysPath] = nil
             // An add for a port we still hold means we missed its removal.
             if let stale = known.removeValue(forKey: event.sysPath) {
                 continuation.yield(SerialDeviceEvent(kind: .removed, device: stale))
@@ -115,7 +123,13 @@ private final class MonitorEngine: @unchecked Sendable {
     /// Diffs the ports present now against those last seen.
     private func rescan() {
         guard !stopped else { return }
-        let now = discovery.devices()
+        let listed = discovery.devices()
+        let listedPaths = Set(listed.map(\.sysPath))
+        let clock = DispatchTime.now().uptimeNanoseconds
+        departed = departed.filter { sysPath, since in
+            listedPaths.contains(sysPath) && clock &- since.uptimeNanoseconds < Self.departureLimit
+        }
+        let now = listed.filter { departed[$0.sysPath] == nil }
         var current: [String: SerialDevice] = [:]
         for device in now { current[device.sysPath] = device }
         for (sysPath, device) in known where current[sysPath] == nil || current[sysPath]?.path != device.path {

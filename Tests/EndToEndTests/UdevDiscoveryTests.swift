@@ -285,14 +285,19 @@ struct UdevDiscoveryTests {
         #expect(report["gone"].stderr.contains("no serial device matches usb:1366?wait=0.5 (waited"))
     }
 
-    @Test func resetFollowsTheBoardToItsNewTTYAndTheNextCommandFindsIt() async throws {
+    /// `staleSeconds`: how long the old tty stays in sysfs after its remove event. The kernel sends the
+    /// event before it deletes the device; a flake-check run under load once took long enough between
+    /// the two that smp's 1 s rescan found the old port again and took it for the board come back. 1.5 s
+    /// makes sure a rescan falls in between.
+    @Test(arguments: [0.0, 1.5])
+    func resetFollowsTheBoardToItsNewTTYAndTheNextCommandFindsIt(staleSeconds: Double) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let sim = try await SimProcess.start(["--pty-link", directory.path("tty")])
         defer { sim.stop() }
         let report = try await Bed.run([
             "devices": [Bed.nordic(relayTo: sim.ptyPath!), Bed.ftdi],
-            "on_reset": ["device": "nordic", "ttys": ["ttyACM7"], "gone": 0.5],
+            "on_reset": ["device": "nordic", "ttys": ["ttyACM7"], "gone": 0.5, "stale": staleSeconds],
             "steps": [
                 Bed.smp("reset", ["--device", "usb:1915:520f", "-v", "os", "reset"]),
                 Bed.smp("echo", ["--device", "usb:1915:520f", "-v", "os", "echo", "after-reset"]),

@@ -18,8 +18,10 @@ Spec (JSON):
   steps        [{run: [argv], name, timeout?} | {spawn: [argv], name} |
                 {wait_for: {name, text, count?, timeout?}} | {stop: name} | {sleep: seconds} |
                 {unplug: id} | {plug: id, ttys?: [names]}]
-  on_reset     {device: id, ttys: [new names], gone: seconds}: when the relay sees an SMP OS reset
-               request, unplug the board after its answer and plug it back with the new tty names
+  on_reset     {device: id, ttys: [new names], gone: seconds, stale?: seconds}: when the relay sees an
+               SMP OS reset request, unplug the board after its answer and plug it back with the new tty
+               names; `stale` keeps the tty in sysfs that long after its remove uevent (the kernel sends
+               the event before it deletes the device: a rescan in between still finds the old port)
 Report: {"results": {name: {status, stdout, stderr, timed_out}}, "log": [...], "error": null|text}
 """
 import base64
@@ -149,12 +151,15 @@ class Bed:
             master = self.testbed.get_dev_fd("/dev/" + names[0])
             self.start_relay(device_id, master, device["relay_to"])
 
-    def unplug(self, device_id):
+    def unplug(self, device_id, stale=0):
         device = self.devices[device_id]
         if self.relay and self.relay.device_id == device_id:
             self.relay.detach()
         for tty_path in device.get("_tty_paths", []):
             self.testbed.uevent("/sys" + tty_path, "remove")
+        if stale:
+            log("remove uevents sent; sysfs keeps %s for %.1f s" % (device_id, stale))
+            time.sleep(stale)
         self.testbed.remove_device(device["_usb_path"])
         self.remove_dangling_links()
         for name in self.present.pop(device_id, []):
@@ -256,7 +261,7 @@ class Relay:
 
 def replug_after_reset(self):
     plan = self.spec["on_reset"]
-    self.unplug(plan["device"])
+    self.unplug(plan["device"], plan.get("stale", 0))
     time.sleep(plan.get("gone", 0.3))
     self.plug(plan["device"], plan.get("ttys"))
 
