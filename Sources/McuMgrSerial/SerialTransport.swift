@@ -77,6 +77,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         /// Pause between bursts of `lines` lines of one frame: the device frees its line buffers on its
         /// next scheduling tick (10 ms on Zephyr's native_sim).
         public var lineGap: Duration
+        /// `lineGap` unless the device URI says otherwise (`gap=`).
+        public static let defaultLineGap = Duration.milliseconds(20)
         /// Largest SMP packet to send; nil lets the line limits and the device's `buf_size` decide.
         public var mtu: Int?
         /// Requests in flight at once; nil lets the device's buffers decide (1 on a console with
@@ -89,7 +91,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
         public init(
             path: String, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
-            lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
+            lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = Configuration.defaultLineGap, mtu: Int? = nil,
             window: Int? = nil
         ) {
             self.init(
@@ -100,7 +102,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         /// A port at `endpoint`: local, raw TCP or RFC 2217.
         public init(
             endpoint: Endpoint, baudRate: Int = 115_200, flowControl: Bool = false, framing: Framing = .console,
-            lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = .milliseconds(20), mtu: Int? = nil,
+            lineLength: Int? = nil, lines: Int? = nil, lineGap: Duration = Configuration.defaultLineGap, mtu: Int? = nil,
             window: Int? = nil
         ) {
             self.endpoint = endpoint
@@ -379,4 +381,22 @@ extension SerialTransport: McuMgrLinkAdvising {
     }
 
     public var unusableDataHint: String? { "check the baud rate and framing (console vs raw)" }
+
+    /// The link limits the device URI fixes (`line=`, `lines=`, `gap=`, `mtu=`, `window=`): `smp` sends
+    /// exactly what they allow and learns nothing over them, so a device that drops such lines or frames
+    /// answers nothing, and the advice names them first.
+    public var noAnswerHint: String? {
+        var fixed: [String] = []
+        if let line = configuration.lineLength { fixed.append("line=\(line)") }
+        if let lines = configuration.lines { fixed.append("lines=\(lines)") }
+        if configuration.lineGap != Configuration.defaultLineGap {
+            fixed.append("gap=\(configuration.lineGap.components.seconds * 1000 + configuration.lineGap.components.attoseconds / 1_000_000_000_000_000)")
+        }
+        if let mtu = configuration.mtu { fixed.append("mtu=\(mtu)") }
+        if let window = configuration.window { fixed.append("window=\(window)") }
+        guard !fixed.isEmpty else { return nil }
+        return "The device URI fixes \(fixed.joined(separator: ", ")), and smp sends exactly that, without learning the link: "
+            + "a device whose line buffers drop such lines or frames answers nothing. Try without \(fixed.count == 1 ? "it" : "them"); "
+            + "else check that the device is connected and powered and runs firmware with SMP enabled."
+    }
 }

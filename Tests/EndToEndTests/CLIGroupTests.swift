@@ -174,6 +174,23 @@ struct CLIGroupTests {
         }
     }
 
+    /// Link limits fixed in the device URI that the device cannot take (lines of 200 characters into its
+    /// 128-byte line buffers, which drop them): nothing comes back, and the error names those options
+    /// before the usual advice. Without them, the same echo goes through.
+    @Test("a device URI that fixes lines the device drops is named in the timeout")
+    func fixedLinkOptionsTheDeviceDropsAreNamed() async throws {
+        try await withSimulator(.serial, extraArguments: ["--rx-lines", "2"]) { session in
+            let text = String(repeating: "0123456789", count: 18)
+            let result = try await ProcessRunner.run(
+                TestEnvironment.smp, ["--device", session.device + "?line=200&gap=15", "--timeout", "2", "os", "echo", text], timeout: 60)
+            expectStatus(result, SMPExit.timeout)
+            #expect(result.stderr.contains("The device URI fixes line=200, gap=15, and smp sends exactly that"), "\(result)")
+            #expect(result.stderr.contains("Try without them"), "\(result)")
+            let plain = expectSuccess(try await session.smp("os", "echo", text))
+            #expect(plain.stdout == text + "\n")
+        }
+    }
+
     @Test("enum list names the groups", arguments: Link.allCases)
     func enumeration(link: Link) async throws {
         try await withSimulator(link) { session in
