@@ -163,11 +163,10 @@ struct CLIGroupTests {
     }
 
     /// A shell command slower than the resend timeout (smp-sim's `kernel sleep`, which holds the device
-    /// before it answers, as Zephyr's does) goes out once: the device would run a copy too. Over the pty,
-    /// whose front end keeps the device busy; smp-sim's UDP front end answers at once.
-    @Test("shell exec of a command slower than the resend timeout goes out once")
-    func slowShellCommandGoesOutOnce() async throws {
-        try await withSimulator(.serial) { session in
+    /// before it answers, as Zephyr's does) goes out once: the device would run a copy too.
+    @Test("shell exec of a command slower than the resend timeout goes out once", arguments: Link.allCases)
+    func slowShellCommandGoesOutOnce(link: Link) async throws {
+        try await withSimulator(link) { session in
             let result = expectSuccess(try await session.smp("-v", "shell", "exec", "--", "kernel", "sleep", "1500"))
             #expect(result.stderr.components(separatedBy: "-> write shell(9)").count == 2, "one request: \(result)")
             #expect(!result.stderr.contains("resend seq"), "\(result)")

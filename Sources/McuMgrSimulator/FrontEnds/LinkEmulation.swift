@@ -55,10 +55,11 @@ extension SimulatedDevice {
         return (responses.count == 1 ? responses[0] : Array(responses.joined()), busy)
     }
 
-    /// The responses to the requests in a datagram, one datagram each; none while rebooting.
-    func responsesUnlessRebooting(_ packet: [UInt8]) -> [[UInt8]] {
+    /// The responses to the requests in a datagram, one datagram each, and how long the device works on
+    /// them before it answers; none while rebooting.
+    func responsesAndBusyTimeUnlessRebooting(_ packet: [UInt8]) -> (responses: [[UInt8]], busy: Duration) {
         let now = SystemClock.monotonicNow()
-        guard !isRebooting(at: now) else { return [] }
-        return responses(to: packet, now: now)
+        guard !isRebooting(at: now) else { return ([], .zero) }
+        return responsesAndBusyTime(to: packet, now: now)
     }
 }

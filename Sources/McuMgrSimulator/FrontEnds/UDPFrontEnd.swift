@@ -94,6 +94,10 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
     /// An answer held back by the reordering fault until the next one leaves.
     private var held: AddressedEnvelope<ByteBuffer>?
     private var heldGeneration = 0
+    /// While the device works on a request (`SimulatedDevice.responsesAndBusyTime`), requests due to be
+    /// handled wait here, in order, until `busyUntil` (time since `start`).
+    private var busyUntil: UInt64 = 0
+    private var deferred: [AddressedEnvelope<ByteBuffer>] = []
 
     /// - Parameter receiveQueue: Zephyr's buffer limits (see `UDPReceiveQueue`); nil answers every
     ///   datagram at once.
@@ -171,20 +175,40 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
         // then answers a header whose length runs past the data with rc 9, and handles several packets
         // in one datagram one after the other (measured on native_sim_udp 4.4.0: a datagram of 1501
         // bytes or more gets `{"rc": 9}` in a response with the request's header, v1 or v2).
+        let now = elapsed(context)
+        // The one thread that handles SMP is still on an earlier request: this one waits its turn.
+        if now < busyUntil {
+            deferred.append(envelope)
+            if deferred.count == 1 {
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(deadline: deadline(busyUntil)) {
+                    let (handler, context) = loopBound.value
+                    let waiting = handler.deferred
+                    handler.deferred = []
+                    for envelope in waiting { handler.answer(envelope, context: context) }
+                }
+            }
+            return
+        }
         let bytes = Array(envelope.data.readableBytesView.prefix(DatagramCodec.zephyrReceiveBufferSize))
-        for response in device.responsesUnlessRebooting(bytes) {
+        let (responses, busy) = device.responsesAndBusyTimeUnlessRebooting(bytes)
+        if busy > .zero {
+            busyUntil = now + busy.nanosecondsClamped
+            queue?.hold(at: now, until: busyUntil)
+        }
+        for response in responses {
             let out = AddressedEnvelope(
                 remoteAddress: envelope.remoteAddress, data: context.channel.allocator.buffer(bytes: response))
             guard faults != nil else {
-                send([out], after: latency, context: context)
+                send([out], after: latency + busy, context: context)
                 continue
             }
             switch faults!.answer() {
             case .send(let copies, let delay):
-                send(Array(repeating: out, count: copies), after: latency + delay, context: context)
+                send(Array(repeating: out, count: copies), after: latency + busy + delay, context: context)
             case .holdForNext(let delay):
                 // Reordering: this answer leaves right behind the next one, or late on its own.
-                if let previous = held { send([previous], after: latency + delay, context: context) }
+                if let previous = held { send([previous], after: latency + busy + delay, context: context) }
                 held = out
                 heldGeneration += 1
                 let generation = heldGeneration

@@ -40,6 +40,44 @@ struct UDPSimulatorHandlerTests {
         return out
     }
 
+    static func sleep(_ milliseconds: Int, sequence: UInt8) -> [UInt8] {
+        smpRequest(.write, group: .shell, command: 0, body: ["argv": ["kernel", "sleep", .text("\(milliseconds)")]], sequence: sequence)
+    }
+
+    /// A request the device works on (`kernel sleep 1000`) is answered that much later, and holds the
+    /// device and its buffers meanwhile: with Zephyr's two buffers an echo that arrives during it is
+    /// dropped, as native_sim_udp 4.4.0 drops it ("Failed to allocate mcumgr buffer"), and one sent after
+    /// it is answered on the next tick.
+    @Test func aBusyRequestHoldsTheDeviceAndItsBuffers() throws {
+        let channel = try Self.makeChannel(receiveQueue: UDPReceiveQueue(bufferCount: 2))
+        try Self.send(Self.sleep(1000, sequence: 1), to: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        try Self.send(Self.echo("during", sequence: 2), to: channel)
+        // Taken on the 10 ms tick, answered 1000 ms later.
+        channel.embeddedEventLoop.advanceTime(to: .uptimeNanoseconds(1_010_000_000 - 1))
+        #expect(try Self.answers(channel).isEmpty)
+        channel.embeddedEventLoop.advanceTime(by: .nanoseconds(1))
+        #expect(try Self.answers(channel).map { $0.1[6] } == [1])
+        try Self.send(Self.echo("after", sequence: 3), to: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(10))
+        #expect(try Self.answers(channel).map { $0.1[6] } == [3], "the echo sent during the sleep was dropped")
+        _ = try channel.finish()
+    }
+
+    /// Without Zephyr's receive queue every request is answered, but in turn: one that arrives while the
+    /// device works waits until it is done.
+    @Test func withoutTheQueueARequestDuringABusyOneWaitsItsTurn() throws {
+        let channel = try Self.makeChannel()
+        try Self.send(Self.sleep(500, sequence: 1), to: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        try Self.send(Self.echo("during", sequence: 2), to: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(400) - .nanoseconds(1))
+        #expect(try Self.answers(channel).isEmpty)
+        channel.embeddedEventLoop.advanceTime(by: .nanoseconds(1))
+        #expect(try Self.answers(channel).map { $0.1[6] } == [1, 2])
+        _ = try channel.finish()
+    }
+
     @Test func eachDatagramIsAnsweredToItsSender() throws {
         let channel = try Self.makeChannel()
         let other = try SocketAddress(ipAddress: "::1", port: 50_000)
