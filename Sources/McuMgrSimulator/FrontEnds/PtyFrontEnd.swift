@@ -79,7 +79,7 @@ public final class PtyFrontEnd: Sendable {
     private let group: any EventLoopGroup
     private let state = NIOLockedValueBox<(channel: any Channel, slave: Int32, path: String)?>(nil)
     /// Reset observer token, started flag, and a generation that invalidates stale reappearances.
-    private let lifecycle = NIOLockedValueBox<(observer: Int?, running: Bool, generation: Int)>((nil, false, 0))
+    private let lifecycle = NIOLockedValueBox<(observer: Int?, running: Bool, generation: Int, vanishings: Int)>((nil, false, 0, 0))
 
     public init(
         device: SimulatedDevice, configuration: Configuration = .init(),
@@ -109,6 +109,10 @@ public final class PtyFrontEnd: Sendable {
     /// Whether the pty currently exists (false while a vanished link is down).
     public var isPresent: Bool { state.withLockedValue { $0 != nil } }
 
+    /// How many times the pty went away for a reboot (`vanishOnReset`): a test that sees it gone and back
+    /// without having to look while it is down.
+    public var vanishings: Int { lifecycle.withLockedValue { $0.vanishings } }
+
     private func deviceReset(_ event: SimulatedResetEvent) {
         let generation = lifecycle.withLockedValue { value -> Int in
             value.generation += 1
@@ -126,6 +130,7 @@ public final class PtyFrontEnd: Sendable {
                 return s
             }
             guard let link else { return }
+            lifecycle.withLockedValue { $0.vanishings += 1 }
             if let path = configuration.linkPath { unlink(path) }
             link.channel.close(promise: nil)
             SystemCall.close(link.slave)
