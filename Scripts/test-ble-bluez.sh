@@ -6,7 +6,7 @@
 # restarting only bluetoothd in between:
 #   att-517    [GATT] Channels 1 (plain ATT, as most Zephyr devices), ATT MTU 517   the whole suite, in
 #              two parts: att-517-bonds (pairing, the firmware loader, the long swap, two commands at
-#              once, short notifications, link drops) and the rest
+#              once, short notifications, link drops, buffer counts) and the rest
 #   eatt-517   Channels 3 (ATT + 2 EATT bearers, BlueZ's default), MTU 517   the whole suite but
 #              the relearning test: bluetoothd 5.66 reorders the pieces of a longer request over its
 #              bearers, so smp sends single writes there (its reassembly probe goes unanswered)
@@ -32,12 +32,12 @@ cd "$repo"
 # 48 (the kernel refuses its L2CAP options), so MTU 23 is the device's own: smp-sim --ble-mtu 23 and
 # mtu=23 in the URI, over a link that could carry more.
 # part: the whole suite at MTU 517 runs in two parts that two guests can share: att-517-bonds (pairing,
-# the firmware loader, the swap longer than BlueZ's timeouts, link drops) and att-517 (the rest); `--only att-517`
+# the firmware loader, the swap longer than BlueZ's timeouts, link drops, buffer counts) and att-517 (the rest); `--only att-517`
 # names both. seconds: about what the configuration took in a guest beside the host's suites with every
 # core busy, to share the configurations out over --guests.
 configurations=(att-517:1:517:full::rest:300 att-517-bonds:1:517:full::bonds:300 eatt-517:3:517:eatt:::320
     att-498:1:498:link:::40 att-247:1:247:link:::40 att-65:1:65:link:::40 att-23:1:517:link:23::55)
-bonds='RealBlueZTests/(justWorksPairsOnFirstUse|pairingByNumericComparisonListingAndForgetting|pairOnFirstUseWithThePasskeyTheDeviceShows|aDeviceThatWantsAPasskeySaysHowToPair|firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName|firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts|aSecondCommandLeavesTheFirstsNotificationsAlone|shortNotificationsAreJoined|aDroppedLinkEndsTheCommandAndTheSameCommandResumes)'
+bonds='RealBlueZTests/(justWorksPairsOnFirstUse|pairingByNumericComparisonListingAndForgetting|pairOnFirstUseWithThePasskeyTheDeviceShows|aDeviceThatWantsAPasskeySaysHowToPair|firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName|firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts|aSecondCommandLeavesTheFirstsNotificationsAlone|shortNotificationsAreJoined|aDroppedLinkEndsTheCommandAndTheSameCommandResumes|transfersKeepWhatTheDevicesBufferCountAllowsInFlight)'
 # Every configuration runs unless --only names some.
 default_skip=","
 

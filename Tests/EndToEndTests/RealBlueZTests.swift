@@ -133,6 +133,26 @@ struct RealBlueZTests {
         }
     }
 
+    /// The device's SMP buffer count (`--buf-count`, Zephyr's CONFIG_MCUMGR_TRANSPORT_NETBUF_COUNT), as
+    /// `os params` reports it, sets how many requests smp keeps in flight: `buf_count - 1`, at least one.
+    /// One buffer and eight, a 32 KiB file up and down.
+    @Test(.enabled(if: RealBlueZ.suite == .full), arguments: [1, 8])
+    func transfersKeepWhatTheDevicesBufferCountAllowsInFlight(count: Int) async throws {
+        try await withDevice(["--buf-size", "2475", "--buf-count", "\(count)", "--fs-blocks", "0"]) { session in
+            let payload = randomBytes(32 * 1024)
+            let local = session.directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            let upload = try await session.smp(["-v", "fs", "upload", local, "/lfs1/payload.bin"])
+            expectSuccess(upload)
+            let window = max(1, count - 1)
+            #expect(upload.stderr.contains("\(window) frame\(window == 1 ? "" : "s") in flight"), "\(upload)")
+            #expect(upload.stderr.contains("device buffers \(count) x 2475 B"), "\(upload)")
+            let back = session.directory.path("back.bin")
+            expectSuccess(try await session.smp(["fs", "download", "/lfs1/payload.bin", back]))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+        }
+    }
+
     /// A device that notifies in 20-byte pieces whatever the link carries (`--ble-notify-size 20`, as a
     /// Zephyr build that never raises its notification length): a 2.4 kB answer is some 120
     /// notifications through bluetoothd's own sockets, joined into whole answers, both ways.
