@@ -35,7 +35,7 @@ cd "$repo"
 # the firmware loader, the swap longer than BlueZ's timeouts, link drops, buffer counts) and att-517 (the rest); `--only att-517`
 # names both. seconds: about what the configuration took in a guest beside the host's suites with every
 # core busy, to share the configurations out over --guests.
-configurations=(att-517:1:517:full::rest:300 att-517-bonds:1:517:full::bonds:300 eatt-517:3:517:eatt:::320
+configurations=(att-517:1:517:full::rest:300 att-517-bonds:1:517:full::bonds:400 eatt-517:3:517:eatt:::320
     att-498:1:498:link:::40 att-247:1:247:link:::40 att-65:1:65:link:::40 att-23:1:517:link:23::55)
 bonds='RealBlueZTests/(justWorksPairsOnFirstUse|pairingByNumericComparisonListingAndForgetting|pairOnFirstUseWithThePasskeyTheDeviceShows|aDeviceThatWantsAPasskeySaysHowToPair|firmwareLoaderComesBackAsAnotherPeripheralAndIsFoundByName|firmwareUpgradeAcrossASwapLongerThanBlueZsTimeouts|aSecondCommandLeavesTheFirstsNotificationsAlone|shortNotificationsAreJoined|aDroppedLinkEndsTheCommandAndTheSameCommandResumes|transfersKeepWhatTheDevicesBufferCountAllowsInFlight)'
 # Every configuration runs unless --only names some.
