@@ -173,6 +173,21 @@ struct CLIGroupTests {
         }
     }
 
+    /// Mynewt's crash test: the device faults before it answers and reboots. `smp` sends the request once
+    /// (a copy would crash the device again once it is back), says what no answer means here, and the
+    /// device's log holds exactly one crash.
+    @Test("crash test is sent once: one crash, and the timeout says why", arguments: Link.allCases)
+    func crashTestCrashesTheDeviceOnce(link: Link) async throws {
+        try await withSimulator(link) { session in
+            let crash = try await session.smp("--timeout", "3", "-v", "crash", "test", "div0")
+            expectStatus(crash, SMPExit.timeout)
+            #expect(crash.stderr.contains("no answer to crash test div0, as from a device that faults"), "\(crash)")
+            #expect(!crash.stderr.contains("resend seq"), "\(crash)")
+            let log = expectSuccess(try await session.smp(["log", "show"], timeout: 60))
+            #expect(log.stdout.components(separatedBy: "Crash test: div0").count == 2, "one crash: \(log)")
+        }
+    }
+
     /// Link limits fixed in the device URI that the device cannot take (lines of 200 characters into its
     /// 128-byte line buffers, which drop them): nothing comes back, and the error names those options
     /// before the usual advice. Without them, the same echo goes through.

@@ -50,6 +50,9 @@ public struct CrashTestRequest: McuMgrRequest, Hashable {
     public static var operation: SMPOperation { .write }
     public static var operationName: String { "crash test" }
     public typealias Response = McuMgrEmptyResponse
+    /// The device faults before it answers and reboots: a copy sent for the missing answer would crash
+    /// it again once it is back.
+    public static var isIdempotent: Bool { false }
 
     /// The crash type (`t`).
     public var type: CrashTest

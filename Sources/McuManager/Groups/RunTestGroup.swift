@@ -24,6 +24,8 @@ public struct RunTestRequest: McuMgrRequest, Hashable {
     public static var operation: SMPOperation { .write }
     public static var operationName: String { "run test" }
     public typealias Response = McuMgrEmptyResponse
+    /// Every copy the device gets runs the tests again.
+    public static var isIdempotent: Bool { false }
 
     /// Test name (`testname`).
     public var testName: String?

@@ -81,6 +81,8 @@ struct DeviceState: Sendable {
         var start = 0
         while packet.count - start >= SMPHeader.size {
             let (response, consumed, stop) = processOne(packet, from: start)
+            // Mynewt's crash test faults inside the handler: the device reboots without answering.
+            if requestedReset?.reason == .crash { break }
             responses.append(response)
             stats.count(requestBytes: consumed, responseBytes: response.count)
             start += consumed
@@ -259,8 +261,10 @@ struct DeviceState: Sendable {
             }
         }
         resetCount += 1
-        let rebootAt = now + configuration.resetDelay
-        var downtime = configuration.resetDelay + configuration.bootTime
+        // A crash takes the device down at once; a reset command answers first and waits its delay.
+        let delay = reason == .crash ? Duration.zero : configuration.resetDelay
+        let rebootAt = now + delay
+        var downtime = delay + configuration.bootTime
         if swapped { downtime += configuration.swapTime }
         let until = now + downtime
         rebootingUntil = until

@@ -307,7 +307,8 @@ struct CrashCommand: AsyncParsableCommand {
             commandName: "test", abstract: "Crash the device on purpose: div0, jump0, ref0, assert, wdog.",
             discussion: """
                 Mynewt's crash group: the device faults as asked and reboots, usually without answering, so \
-                smp may report a timeout or a lost link; its crash log shows the fault afterwards.
+                smp may report a timeout or a lost link; its crash log shows the fault afterwards. The \
+                request is sent once: a copy would crash the device again once it is back.
                 """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Crash type.") var type: String
@@ -317,7 +318,15 @@ struct CrashCommand: AsyncParsableCommand {
             }
         }
         func run(context: CommandContext) async throws {
-            try await context.run(CrashTestRequest(type: CrashTest(rawValue: type))) { _ in "crash \(type) triggered" }
+            do {
+                try await context.run(CrashTestRequest(type: CrashTest(rawValue: type))) { _ in "crash \(type) triggered" }
+            } catch var error as McuMgrError where error.kind == .timeout {
+                error.message =
+                    "no answer to crash test \(type), as from a device that faults before it can answer; the request "
+                    + "was not sent again (a copy would crash the device again once it is back). Once it is back, "
+                    + "its crash log shows whether it crashed: smp log show"
+                throw error
+            }
         }
     }
 }

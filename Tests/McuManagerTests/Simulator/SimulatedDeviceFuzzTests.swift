@@ -103,7 +103,8 @@ struct SimulatedDeviceFuzzTests {
         var answered = 0
         for seed in Self.seeds {
             guard let response = device.handle(seed, now: .zero) else {
-                #expect(seed.count > bufferSize)
+                // Too long for the buffer, or Mynewt's crash test, which the device never answers.
+                #expect(seed.count > bufferSize || (seed[4] == 0 && seed[5] == McuMgrGroup.crash.rawValue))
                 continue
             }
             answered += 1
