@@ -25,6 +25,21 @@ struct RealBlueZTests {
                 TestEnvironment.smp, ["--device", device ?? self.device] + arguments, timeout: timeout, environment: environment,
                 input: input)
         }
+
+        /// A file of `size` random bytes up to /lfs1 and back, compared byte for byte; returns the upload
+        /// (`uploadOptions` go before `fs upload`, e.g. `-v`).
+        @discardableResult
+        func fileRoundTrip(_ size: Int, uploadOptions: [String] = []) async throws -> ProcessResult {
+            let payload = randomBytes(size)
+            let local = directory.path("payload.bin")
+            try payload.write(to: URL(fileURLWithPath: local))
+            let upload = try await smp(uploadOptions + ["fs", "upload", local, "/lfs1/payload.bin"])
+            expectSuccess(upload)
+            let back = directory.path("back.bin")
+            expectSuccess(try await smp(["fs", "download", "/lfs1/payload.bin", back]))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+            return upload
+        }
     }
 
     func withDevice<R>(_ extra: [String] = [], _ body: (Session) async throws -> R) async throws -> R {
@@ -123,13 +138,7 @@ struct RealBlueZTests {
     @Test(arguments: transferBuffers)
     func fileRoundTrip(_ buffers: Buffers) async throws {
         try await withDevice(buffers.arguments + ["--fs-blocks", "0"]) { session in
-            let payload = randomBytes(RealBlueZ.suite == .link ? 16 * 1024 : 64 * 1024)
-            let local = session.directory.path("payload.bin")
-            try payload.write(to: URL(fileURLWithPath: local))
-            expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"]))
-            let back = session.directory.path("back.bin")
-            expectSuccess(try await session.smp(["fs", "download", "/lfs1/payload.bin", back]))
-            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+            try await session.fileRoundTrip(RealBlueZ.suite == .link ? 16 * 1024 : 64 * 1024)
         }
     }
 
@@ -139,17 +148,10 @@ struct RealBlueZTests {
     @Test(.enabled(if: RealBlueZ.suite == .full), arguments: [1, 8])
     func transfersKeepWhatTheDevicesBufferCountAllowsInFlight(count: Int) async throws {
         try await withDevice(["--buf-size", "2475", "--buf-count", "\(count)", "--fs-blocks", "0"]) { session in
-            let payload = randomBytes(32 * 1024)
-            let local = session.directory.path("payload.bin")
-            try payload.write(to: URL(fileURLWithPath: local))
-            let upload = try await session.smp(["-v", "fs", "upload", local, "/lfs1/payload.bin"])
-            expectSuccess(upload)
+            let upload = try await session.fileRoundTrip(32 * 1024, uploadOptions: ["-v"])
             let window = max(1, count - 1)
             #expect(upload.stderr.contains("\(window) frame\(window == 1 ? "" : "s") in flight"), "\(upload)")
             #expect(upload.stderr.contains("device buffers \(count) x 2475 B"), "\(upload)")
-            let back = session.directory.path("back.bin")
-            expectSuccess(try await session.smp(["fs", "download", "/lfs1/payload.bin", back]))
-            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
         }
     }
 
@@ -163,13 +165,7 @@ struct RealBlueZTests {
             let echo = try await session.smp(["os", "echo", text])
             expectSuccess(echo)
             #expect(echo.stdout == text + "\n")
-            let payload = randomBytes(16 * 1024)
-            let local = session.directory.path("payload.bin")
-            try payload.write(to: URL(fileURLWithPath: local))
-            expectSuccess(try await session.smp(["fs", "upload", local, "/lfs1/payload.bin"]))
-            let back = session.directory.path("back.bin")
-            expectSuccess(try await session.smp(["fs", "download", "/lfs1/payload.bin", back]))
-            #expect(try Data(contentsOf: URL(fileURLWithPath: back)) == payload)
+            try await session.fileRoundTrip(16 * 1024)
         }
     }
 
