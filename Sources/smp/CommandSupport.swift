@@ -30,7 +30,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .customLong("timeout"),
         help: ArgumentHelp(
-            "The longest wait for an answer to one request, in seconds (lost requests are resent within it); every other wait follows from it. Default 10. The first chunk of an upload, which may erase a whole slot, gets 40 unless this is given; a download fails after 3 times this without data; a file hash, an erase and a board coming back after a reset get at least 60, 75 and 30.",
+            "The longest wait for an answer to one request, in seconds (lost requests are resent within it); every other wait follows from it. Default 10. The first chunk of an image upload, which may erase a whole slot, gets 40 unless this is given; a download fails after 3 times this without data; a file hash, an erase and a board coming back after a reset get at least 60, 75 and 30.",
             valueName: "seconds"))
     var timeoutOption: Double?
 

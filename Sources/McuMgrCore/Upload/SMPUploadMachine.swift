@@ -302,13 +302,15 @@ public struct SMPUploadMachine: Sendable {
     }
 
     /// How long `chunk`'s request waits for its answer, and the earliest the session may resend it (nil:
-    /// its own timer decides). The chunk at offset 0 may erase a slot for seconds: not resent within the
-    /// link's erase floor (a late copy is harmless: the device answers it with its offset, or rewrites the
-    /// same first bytes); with `everyChunkMayErase`, no chunk is.
+    /// its own timer decides). The chunk at offset 0 of an image may erase a slot for seconds: it waits
+    /// `firstChunkTimeout` and is not resent within the link's erase floor (a late copy is harmless: the
+    /// device answers it with its offset, or rewrites the same first bytes); with `everyChunkMayErase`, no
+    /// chunk is. A first chunk that erases nothing (a file's) waits `chunkTimeout` like the others.
     public func requestTiming(for chunk: Chunk) -> (timeout: Duration, resendFloor: Duration?) {
         let timing = limits.timing
         let first = chunk.offset == 0
-        let timeout = first ? (timing.rememberedBuffersCheck ?? timing.firstChunkTimeout) : timing.chunkTimeout
+        let firstTimeout = timing.firstChunkMayErase ? timing.firstChunkTimeout : timing.chunkTimeout
+        let timeout = first ? (timing.rememberedBuffersCheck ?? firstTimeout) : timing.chunkTimeout
         let mayErase = first ? timing.firstChunkMayErase : timing.everyChunkMayErase
         return (timeout, mayErase ? timing.eraseResendFloor.map { min($0, timeout / 4) } : nil)
     }
