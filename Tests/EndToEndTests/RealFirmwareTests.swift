@@ -66,7 +66,7 @@ struct RealFirmwareTests {
         try earlier.write(to: URL(fileURLWithPath: earlierFile))
         let firstUpload = try await rig.smp(["-v", "fs", "upload", earlierFile, "/lfs1/rt.bin"], timeout: 60)
         expectSuccess(firstUpload, sourceLocation: sourceLocation)
-        let first = requestsSent(firstUpload.stderr)
+        let first = Self.withoutTheLongWay(requestsSent(firstUpload.stderr), rig)
         let chunks = first.filter { $0 == "write 8/0" }.count
         #expect(first.filter { $0 == "read 0/6" }.count == 1, "\(first)", sourceLocation: sourceLocation)
         #expect(first.last == "read 8/2" && chunks > 0, "\(first)", sourceLocation: sourceLocation)
@@ -83,7 +83,7 @@ struct RealFirmwareTests {
             Issue.record("4 KiB upload failed; the device's log ends:\n\(rig.deviceLog())", sourceLocation: sourceLocation)
             return
         }
-        let known = requestsSent(upload.stderr)
+        let known = Self.withoutTheLongWay(requestsSent(upload.stderr), rig)
         #expect(known.last == "read 8/2" && known.dropLast().allSatisfy { $0 == "write 8/0" }, "\(known)", sourceLocation: sourceLocation)
         if rig.build == .udp {
             #expect(known == ["write 8/0", "write 8/0", "write 8/0", "read 8/2"], "\(known)", sourceLocation: sourceLocation)
@@ -248,6 +248,18 @@ struct RealFirmwareTests {
             #expect(jsonInt(object?["buf_size"]) == expected.size, "\(params)", sourceLocation: sourceLocation)
             #expect(jsonInt(object?["buf_count"]) == expected.count, "\(params)", sourceLocation: sourceLocation)
         }
+    }
+
+    /// The requests of an upload as if its hash had seen the whole file. A device may close the open file
+    /// on its idle timer between two chunks (fs_mgmt's automatic idle close; a loaded flake-check run
+    /// starved native_sim_serial_fs that long): it reopens it without the upload's length, so it never
+    /// closes it at the end and its hash sees a shorter file. smp then takes the long way: it closes the
+    /// file, asks its length and hashes it again (the outcome is checked by the caller as always).
+    static func withoutTheLongWay(_ requests: [String], _ rig: FirmwareRig) -> [String] {
+        let longWay = ["read 8/2", "write 8/4", "read 8/1", "read 8/2"]
+        guard Array(requests.suffix(longWay.count)) == longWay else { return requests }
+        print("\(rig.build): the device's first hash saw an open file; smp closed it and checked again")
+        return Array(requests.dropLast(longWay.count - 1))
     }
 
     static func checkStatistics(_ rig: FirmwareRig, sourceLocation: SourceLocation = #_sourceLocation) async throws {
