@@ -72,6 +72,7 @@ status_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
 scale_sim_start() {
     local n="$1" i ready
     : >"$work/sim.out"
+    : >"$work/sim.out"  # read below before the background job may have opened it
     if [[ "$link" == pty ]]; then
         # Zephyr's default serial buffers (smp-sim's defaults, as native_sim_serial: 4 x 384-byte SMP
         # buffers, 2 x 128-byte receive lines freed on the 10 ms tick); the pty runs as fast as it goes.

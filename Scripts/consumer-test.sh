@@ -95,6 +95,10 @@ say "built in $((SECONDS - build_started)) s"
 head -c 40000 /dev/urandom >"$work/body.bin"
 "$venv/bin/imgtool" sign --header-size 0x200 --pad-header --align 4 --slot-size 0x76000 --version 1.1.0 \
     "$work/body.bin" "$work/app_update.bin" >/dev/null
+# The files exist before the reads below: the background job opens them only when it gets to run (a
+# loaded flake-check run read sim.out first, and set -e ended the script on sed's error).
+: >"$work/sim.out"
+: >"$work/sim.err"
 "$bin_dir/smp-sim" --udp 127.0.0.1:0 --udp-queue unlimited >"$work/sim.out" 2>"$work/sim.err" &
 sim_pid=$!
 address=""
