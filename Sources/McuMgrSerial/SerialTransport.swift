@@ -390,7 +390,7 @@ extension SerialTransport: McuMgrLinkAdvising {
         if let line = configuration.lineLength { fixed.append("line=\(line)") }
         if let lines = configuration.lines { fixed.append("lines=\(lines)") }
         if configuration.lineGap != Configuration.defaultLineGap {
-            fixed.append("gap=\(configuration.lineGap.components.seconds * 1000 + configuration.lineGap.components.attoseconds / 1_000_000_000_000_000)")
+            fixed.append("gap=\(configuration.lineGap.milliseconds)")
         }
         if let mtu = configuration.mtu { fixed.append("mtu=\(mtu)") }
         if let window = configuration.window { fixed.append("window=\(window)") }
