@@ -170,7 +170,17 @@ struct CLIGroupTests {
             let result = expectSuccess(try await session.smp("-v", "shell", "exec", "--", "kernel", "sleep", "1500"))
             #expect(result.stderr.components(separatedBy: "-> write shell(9)").count == 2, "one request: \(result)")
             #expect(!result.stderr.contains("resend seq"), "\(result)")
+            // One that outlasts --timeout ends there, and says that it was not sent again and may have run.
+            let late = try await session.smp("--timeout", "1", "shell", "exec", "--", "kernel", "sleep", "3000")
+            expectStatus(late, SMPExit.timeout)
+            #expect(late.stderr.contains("was not sent again") && late.stderr.contains("it may have run"), "\(late)")
         }
+    }
+
+    @Test("shell exec --help shows the command's help; after -- it goes to the device")
+    func shellExecHelp() async throws {
+        let help = expectSuccess(try await runSMP(["shell", "exec", "--help"]))
+        #expect(help.stdout.contains("USAGE: smp shell exec"), "\(help)")
     }
 
     /// Mynewt's crash test: the device faults before it answers and reboots. `smp` sends the request once

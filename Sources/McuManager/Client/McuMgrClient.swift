@@ -181,9 +181,14 @@ public actor McuMgrClient {
             throw McuMgrError(.usage, "cannot encode \(R.self): \(error)", cause: error)
         }
         let operation = R.operationName
-        let packet = try await send(
-            operation: R.operation, group: R.group, command: R.command, payload: payload,
-            timeout: timeout, retransmittable: R.isIdempotent, resendFloor: resendFloor ?? request.resendFloor, name: operation)
+        let packet: SMPPacket
+        do {
+            packet = try await send(
+                operation: R.operation, group: R.group, command: R.command, payload: payload,
+                timeout: timeout, retransmittable: R.isIdempotent, resendFloor: resendFloor ?? request.resendFloor, name: operation)
+        } catch let error as McuMgrError where !R.isIdempotent {
+            throw Self.notSentAgain(error)
+        }
         var linkHint: (@Sendable (McuMgrReturnCode) -> String?)?
         let advising = transport as? any McuMgrLinkAdvising
         if let advising {
@@ -191,6 +196,16 @@ public actor McuMgrClient {
         }
         return try Self.successItem(
             from: packet, operation: operation, linkHint: linkHint, unusableDataHint: advising?.unusableDataHint)
+    }
+
+    /// A timeout of a request that is never sent again (`McuMgrRequest.isIdempotent` false) says why,
+    /// and that the device may have acted on it; other errors stand as they are.
+    public static func notSentAgain(_ error: McuMgrError) -> McuMgrError {
+        guard error.kind == .timeout else { return error }
+        var error = error
+        error.message +=
+            " The request was not sent again, since the device would act on the copy too: it may have run, so check before sending it again."
+        return error
     }
 
     /// Sends a request with a ready-made CBOR payload and returns the raw response packet (any status).

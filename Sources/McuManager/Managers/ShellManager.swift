@@ -34,10 +34,8 @@ public struct ShellManager: Sendable {
                 operation: ShellExecuteRequest.operation, group: ShellExecuteRequest.group,
                 command: ShellExecuteRequest.command, payload: payload, retransmittable: ShellExecuteRequest.isIdempotent,
                 name: ShellExecuteRequest.operationName)
-        } catch var error as McuMgrError where error.kind == .timeout {
-            error.message +=
-                " The command was not sent again, since the device would run the copy too: it may have run, so check before running it again."
-            throw error
+        } catch let error as McuMgrError {
+            throw McuMgrClient.notSentAgain(error)
         }
         // Legacy builds report the command's result as `rc` next to the output `o`.
         if let item = try? CBOR(decoding: packet.payload), item["o"] != nil, item["err"] == nil,

@@ -137,11 +137,18 @@ struct ShellCommand: AsyncParsableCommand {
                 it printed and its return code. stdout gets that output byte for byte (line ends, colours), \
                 without the line break Zephyr's shell prints before every command's output; the exit code is \
                 the command's (1...125; a negative errno such as -8, command not found, exits 1). --json prints \
-                the device's answer: {"o": OUTPUT, "ret": CODE}.
+                the device's answer: {"o": OUTPUT, "ret": CODE}. The request is sent once, never again for a \
+                late answer (the device would run the copy too): give a command that runs long more --timeout.
                 """)
         @OptionGroup var global: GlobalOptions
         @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).")
         var argv: [String] = []
+
+        /// `smp shell exec --help` (before any `--`) shows this help; the device's own shell gets
+        /// `smp shell exec -- help`.
+        func validate() throws {
+            if let first = argv.first, first == "--help" || first == "-h" { throw CleanExit.helpRequest(self) }
+        }
 
         func run(context: CommandContext) async throws {
             let words = argv.first == "--" ? Array(argv.dropFirst()) : argv
