@@ -1,6 +1,8 @@
 import Foundation
 import McuManager
 import McuMgrCore
+import McuMgrSimulator
+import TestSupport
 import Testing
 
 /// Uploads and downloads against `ZephyrFileSystemModel`: the behaviour measured on Zephyr 4.4.0.
@@ -357,20 +359,48 @@ import Testing
         #expect(generic?.message.contains("the firmware may be broken or the link corrupting data") == true)
     }
 
-    @Test func aDeviceThatStopsSendingDataIsAStall() async throws {
-        let rig = Self.rig { offset in
-            offset == 0 ? .reply(.textMap(["off": 0, "data": .bytes([1, 2, 3]), "len": 10])) : .drop
+    /// In virtual time: the answer at offset 0 arrives on the wall clock (the in-memory link), and from
+    /// the request at offset 3 on only timers move the download, so a starved machine asks the same
+    /// number of times (a wall-clock 6 s stall once saw one request of 200 ms under load).
+    @Test(.timeLimit(.minutes(10))) func aDeviceThatStopsSendingDataIsAStall() async throws {
+        let clock = ManualClock()
+        let device = SimulatedDevice(configuration: SimulatorConfiguration())
+        let tap = ManagerTapTransport(InMemorySimulatorTransport(device: device))
+        let client = McuMgrClient(transport: tap, configuration: .init(timeout: .milliseconds(200)), clock: McuMgrClock(clock))
+        tap.rule.withValue { rule in
+            rule = { packet in
+                guard packet.header.group == .fileSystem, packet.header.command.rawValue == 0 else { return .forward(packet.bytes) }
+                return smpBody(packet)["off"]?.int == 0
+                    ? .reply(.textMap(["off": 0, "data": .bytes([1, 2, 3]), "len": 10])) : .drop
+            }
         }
-        // Thirty 200 ms requests: a loaded machine that stalls for seconds still asks again before giving up.
-        let (error, directory) = try await Self.download(rig, configuration: .init(stallTimeout: .seconds(6)))
+        func askedAt3() -> [SMPPacket] {
+            tap.sent.filter { $0.header.group == .fileSystem && smpBody($0)["off"]?.int == 3 }
+        }
+        let driver = Task {
+            while !Task.isCancelled, askedAt3().isEmpty { try? await Task.sleep(for: .milliseconds(5)) }
+            while !Task.isCancelled {
+                await clock.waitForSleepers { !$0.isEmpty }
+                if let next = clock.pendingDeadlines.first { clock.advance(to: next) }
+                await Task.yield()
+            }
+        }
+        defer { driver.cancel() }
+        let directory = try makeManagerTestDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
+        var error: McuMgrError?
+        do {
+            _ = try await FileSystemManager(client: client).download(
+                "/lfs1/x.bin", to: directory.appendingPathComponent("out.bin"), configuration: .init(stallTimeout: .seconds(6)))
+        } catch let failure as McuMgrError {
+            error = failure
+        }
         #expect(error?.kind == .timeout)
         #expect(error?.message.contains("stalled") == true)
         #expect(error?.message.contains("offset 3 of 10") == true)
         #expect(try Self.leftovers(directory).isEmpty)
-        // Requests that timed out were asked again before giving up.
-        let asked = rig.tap.sent.filter { $0.header.group == .fileSystem && smpBody($0)["off"]?.int == 3 }
-        #expect(asked.count >= 2)
+        // Requests that timed out were asked again before giving up: 6 s of 200 ms requests.
+        #expect(askedAt3().count >= 10, "\(askedAt3().count)")
     }
 
     @Test func theDeadlineBoundsTheWholeDownload() async throws {
