@@ -81,8 +81,9 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         public static let defaultLineGap = Duration.milliseconds(20)
         /// Largest SMP packet to send; nil lets the line limits and the device's `buf_size` decide.
         public var mtu: Int?
-        /// Requests in flight at once; nil lets the device's buffers decide (1 on a console with
-        /// Zephyr's default line buffers, which drop a second frame that arrives before the first is answered).
+        /// Requests in flight at once; nil lets the device's buffers and line buffers decide: with
+        /// Zephyr's default 2 lines, two one-line requests (a download's) or one frame that fills both (a
+        /// second that arrives before the first is answered is dropped).
         public var window: Int?
         /// Resend a request that got no answer after this fixed interval instead of the timeout measured
         /// from round trips (`retransmit=` in the device URI): for a device whose answers come late now and
@@ -141,8 +142,9 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
 
     /// What the link carries now: the console line limits in force (configured, or learned by probing)
     /// bound the packet that goes out in one burst, and longer frames go in bursts `lineGap` apart;
-    /// console framing spends 4 bytes of the device's buffer on length and CRC; `window=` (else 1) frames
-    /// in flight; a 2 s erase resend floor. The line's speed: the configured baud rate (a pty ignores it:
+    /// console framing spends 4 bytes of the device's buffer on length and CRC; `window=` frames in
+    /// flight, else as many as the device's buffers and line buffers hold (a request keeps its lines
+    /// until answered: `LinkLimits.window(forPacket:)`); a 2 s erase resend floor. The line's speed: the configured baud rate (a pty ignores it:
     /// there it bounds the wire time from above); for an RFC 2217 port the rate the server acknowledged;
     /// unknown behind a raw TCP port server.
     public var linkLimits: LinkLimits {
@@ -158,7 +160,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             return LinkLimits(
                 maximumPacketSize: min(configuration.mtu ?? lines.largestPacketPerBurst, ConsoleSerialCodec.largestEncodablePacketSize),
                 framingOverhead: 4, consoleLines: lines, lineGap: configuration.lineGap, bitsPerSecond: bitsPerSecond,
-                framesInFlight: configuration.window ?? 1, session: session)
+                framesInFlight: configuration.window ?? lines.count, framesFollowConsoleLines: configuration.window == nil,
+                session: session)
         case .raw:
             return LinkLimits(
                 maximumPacketSize: configuration.mtu ?? Self.defaultRawMTU, bitsPerSecond: bitsPerSecond,

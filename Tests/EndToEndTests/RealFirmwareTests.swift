@@ -88,8 +88,22 @@ struct RealFirmwareTests {
         if rig.build == .udp {
             #expect(known == ["write 8/0", "write 8/0", "write 8/0", "read 8/2"], "\(known)", sourceLocation: sourceLocation)
         }
+        // Requests in flight as the device's line buffers hold them (uart_mcumgr frees a line buffer once
+        // its request is handled): serial-fs's 32 lines of 512 B take three 1 KiB frames at once in long
+        // lines (the first upload learned it), the default build's 2 lines one full frame or two one-line
+        // download requests; UDP's 2 buffers one request.
+        let (linkLine, uploadDepth, downloadDepth) =
+            switch rig.build {
+            case .serialFS: ("3 frames in flight", 3, 3)
+            case .serial: ("1 frame in flight (2 of one line)", 1, 2)
+            default: ("1 frame in flight", 1, 1)
+            }
+        #expect(upload.stderr.contains(linkLine), "\(upload.stderr)", sourceLocation: sourceLocation)
+        #expect(mostInFlight(upload.stderr) == uploadDepth, "\(upload.stderr)", sourceLocation: sourceLocation)
         let back = directory.path("back.bin")
-        expectSuccess(try await rig.smp(["fs", "download", "/lfs1/rt.bin", back], timeout: 60), sourceLocation: sourceLocation)
+        let download = try await rig.smp(["-v", "fs", "download", "/lfs1/rt.bin", back], timeout: 60)
+        expectSuccess(download, sourceLocation: sourceLocation)
+        #expect(mostInFlight(download.stderr) == downloadDepth, "\(download.stderr)", sourceLocation: sourceLocation)
         #expect(
             FileManager.default.contents(atPath: back) == payload, "the downloaded bytes differ from the uploaded ones",
             sourceLocation: sourceLocation)
@@ -118,6 +132,22 @@ struct RealFirmwareTests {
             requests.append("\(match.1) \(match.2)/\(match.3)")
         }
         return requests
+    }
+
+    /// The most requests of an `smp -v` run in flight at once: sent (a sequence number's first `->`) and
+    /// not yet answered (its `<-`).
+    static func mostInFlight(_ stderr: String) -> Int {
+        var open: Set<Substring> = []
+        var most = 0
+        for line in stderr.split(separator: "\n") {
+            if let sent = line.firstMatch(of: /-> (?:read|write) [a-z]+\(\d+\) cmd \d+ seq (\d+)\b/) {
+                open.insert(sent.1)
+                most = max(most, open.count)
+            } else if let answered = line.firstMatch(of: /<- [a-z-]+ [a-z]+\(\d+\) cmd \d+ seq (\d+)\b/) {
+                open.remove(answered.1)
+            }
+        }
+        return most
     }
 
     /// An empty file up and down; the device answers FILE_EMPTY (fs error 16) to its hash, which a

@@ -248,7 +248,7 @@ public actor FirmwareUpgradeManager {
 
     private func drive(_ run: inout Run, stream: AsyncStream<Input>) async throws -> FirmwareUpgradeResult {
         // The link as its transport declares it: the machine refines it with the device's buffers, so the
-        // upload's depth is the one `LinkLimits.window` every upload over this link gets.
+        // upload's depth is the one `LinkLimits.window(forPacket:)` every upload over this link gets.
         var machine = FirmwareUpgradeStateMachine(
             images: run.images, configuration: run.configuration, link: client.transport.linkLimits)
         state = .none

@@ -296,16 +296,25 @@ public struct FileSystemManager: Sendable {
         // remembered; the client's refined limits then give the window (its session's too).
         var link = await client.linkLimits
         if link.deviceBufferCount == nil, let remembered = memory?.recall(transport.name) {
-            link = await client.refineLinkLimits(deviceBufferCount: remembered.bufferCount, requestedWindow: nil)
+            link = await client.refineLinkLimits(
+                deviceBufferSize: remembered.bufferSize, deviceBufferCount: remembered.bufferCount, requestedWindow: nil)
         } else {
             link = await client.refineLinkLimits(requestedWindow: nil)
         }
+        if let console = transport as? any McuMgrConsoleLineTransport,
+            let lines = LinkProbe.adoptRemembered(client: client, transport: console, deviceBufferSize: link.deviceBufferSize)
+        {
+            link = await client.refineLinkLimits(requestedWindow: nil)
+            client.logger.debug("link: the device's console lines as remembered, \(lines)")
+        }
         // Answers that overlap on a link that reorders the pieces of one would mix (seen on real BlueZ
         // over EATT: the pieces of two 2.4 kB answers joined into one that parsed, with the wrong data).
-        let linkFrames = link.piecesArriveOutOfOrder ? 1 : link.framesInFlight
+        // On a console link each request holds the device's line buffers its frame needs until answered.
+        let requestSize = SMPHeader.size + ((try? CBOREncoder().encode(FileDownloadRequest(name: remote, offset: Int(UInt32.max))))?.count ?? 0)
+        let linkFrames = link.piecesArriveOutOfOrder ? 1 : link.framesInFlight(forPacket: requestSize)
         var machine = SMPDownloadMachine(
             limits: .init(
-                depth: link.deviceBufferCount == nil ? nil : link.window,
+                depth: link.deviceBufferCount == nil ? nil : link.window(forPacket: requestSize),
                 linkFramesInFlight: linkFrames, maximumLength: configuration.maximumLength,
                 stallTimeout: configuration.stallTimeout, deadline: configuration.deadline,
                 requestTimeout: client.configuration.timeout))
@@ -352,7 +361,7 @@ public struct FileSystemManager: Sendable {
                                 let refined = await client.refineLinkLimits(
                                     deviceBufferSize: parameters.bufferSize, deviceBufferCount: parameters.bufferCount,
                                     requestedWindow: nil)
-                                return .buffers(framesInFlight: refined.window)
+                                return .buffers(framesInFlight: refined.window(forPacket: requestSize))
                             }
                         case .finished(let length):
                             group.cancelAll()

@@ -10,7 +10,11 @@ import McuMgrCore
 /// tries a whole SMP buffer in lines of that length at once (MCUboot and bigger builds take it), else
 /// longer lines (511, 1023, ... bytes) and a frame of more of them, each within the device's SMP buffer,
 /// and keeps what was answered. Any answer counts, an error too: it proves the frame arrived. A frame
-/// that gets no answer within a few round trips was dropped. At most four probes go unanswered.
+/// that gets no answer within a few round trips was dropped. At most four probes go unanswered. A device
+/// that takes a whole SMP buffer at once is also sent as many whole frames at once as its buffers take in
+/// flight (`buf_count - 1`): when it answers them all, its line buffers hold them, and transfers keep that
+/// many frames in flight (`LinkLimits.window(forPacket:)`; Zephyr's native_sim serial-fs build: 32 line
+/// buffers, three 12-line frames).
 public enum LinkProbe {
     /// Line lengths tried, shortest first (buffers of 512, 1024, 2048 and 4096 bytes).
     static let lineLengths = [511, 1023, 2047, 4095]
@@ -18,13 +22,14 @@ public enum LinkProbe {
     /// Probes the link once and makes the transport adopt what it learned; returns the line limits in force.
     /// - Parameters:
     ///   - deviceBufferSize: `buf_size` from `os params`; nil assumes Zephyr's default SMP buffer (384).
+    ///   - deviceBufferCount: `buf_count` from `os params`; nil (or fewer than 3) tries no frames at once.
     ///   - trustRemembered: take line limits remembered for this device and buffer size without the echo
     ///     that checks them (the caller checks them with its next request, and probes again when it goes
     ///     unanswered); they are adopted, not final, so a later probe may still run.
     @discardableResult
     public static func run(
         client: McuMgrClient, transport: any McuMgrConsoleLineTransport, deviceBufferSize: Int?,
-        trustRemembered: Bool = false, logger: Logger
+        deviceBufferCount: Int? = nil, trustRemembered: Bool = false, logger: Logger
     ) async -> LinkLimits.ConsoleLines {
         let start = transport.currentConsoleLines
         guard transport.needsConsoleProbe else { return start }
@@ -108,6 +113,33 @@ public enum LinkProbe {
             }
         }
 
+        // 1b. As many whole buffers at once as the device's buffers take in flight, each its own frame:
+        //     in lines of this length, else of longer ones (fewer lines per frame), else as many frames
+        //     as were answered.
+        //     Only where requests in flight follow the lines (`LinkLimits.framesFollowConsoleLines`).
+        if lines != start, transport.linkLimits.framesFollowConsoleLines, let count = deviceBufferCount, count - 1 >= 2 {
+            let frames = count - 1
+            var fallback: LinkLimits.ConsoleLines?
+            for length in [lines.length] + lineLengths.filter({ $0 > lines.length }) where failures < 3 {
+                let perFrame = LinkLimits.ConsoleLines(length: length, count: 1).lines(forPacket: packetLimit)
+                let candidate = LinkLimits.ConsoleLines(length: length, count: perFrame * frames)
+                let packet = min(packetLimit, candidate.largestPacket(inLines: perFrame))
+                let answered = await triesTogether(
+                    candidate, frames: frames, packetSize: packet, deviceBufferSize: deviceBufferSize, deviceBufferCount: count,
+                    client: client, transport: transport, predicted: predicted(candidate, packet * frames), logger: logger)
+                if answered == frames {
+                    lines = candidate
+                    fallback = nil
+                    break
+                }
+                failures += 1
+                if answered >= 2, fallback == nil { fallback = .init(length: length, count: perFrame * answered) }
+                // A device that took none of the longer lines takes no longer ones; one line per frame is the least.
+                if (answered == 0 && length > lines.length) || perFrame == 1 { break }
+            }
+            if let fallback { lines = fallback }
+        }
+
         if lines == start {
             // 2. Longer lines: one line of each length, as long as the packet it carries fits the buffer.
             for length in lineLengths where length > lines.length {
@@ -137,6 +169,20 @@ public enum LinkProbe {
         memory?.remember(lines, deviceBufferSize: deviceBufferSize, for: transport.name)
         logger.debug("link probe: the device takes \(lines) (round trip \(rtt.milliseconds) ms, \(failures) probe\(failures == 1 ? "" : "s") unanswered)")
         return lines
+    }
+
+    /// Adopts the line limits remembered for this device and buffer size, without probing or checking
+    /// them (a transfer of short requests, a download's, gains from them and loses little if they no longer
+    /// hold: a dropped request is asked for again); a later upload still probes. Returns them, or nil.
+    @discardableResult
+    public static func adoptRemembered(
+        client: McuMgrClient, transport: any McuMgrConsoleLineTransport, deviceBufferSize: Int?
+    ) -> LinkLimits.ConsoleLines? {
+        guard transport.needsConsoleProbe,
+            let remembered = client.configuration.consoleLineMemory?.recall(transport.name, deviceBufferSize: deviceBufferSize)
+        else { return nil }
+        transport.learnConsoleLines(remembered, final: false)
+        return remembered
     }
 
     /// SMP buffer sizes firmware commonly has (`CONFIG_MCUMGR_TRANSPORT_NETBUF_SIZE`, MCUboot's
@@ -193,6 +239,34 @@ public enum LinkProbe {
             transport.learnConsoleLines(previous, final: false)
             return false
         }
+    }
+
+    /// Sends `frames` echo frames of `packetSize` bytes at once under `candidate` limits (the session's
+    /// window raised for them); keeps the limits on the transport only when every frame is answered.
+    /// - Returns: how many frames were answered.
+    private static func triesTogether(
+        _ candidate: LinkLimits.ConsoleLines, frames: Int, packetSize: Int, deviceBufferSize: Int?, deviceBufferCount: Int,
+        client: McuMgrClient, transport: any McuMgrConsoleLineTransport, predicted: Duration, logger: Logger
+    ) async -> Int {
+        let previous = transport.currentConsoleLines
+        let requested = await client.linkLimits.requestedWindow
+        transport.learnConsoleLines(candidate, final: false)
+        await client.refineLinkLimits(
+            deviceBufferSize: deviceBufferSize, deviceBufferCount: deviceBufferCount, requestedWindow: frames)
+        let timeout = max(predicted * 2, predicted + .milliseconds(40))
+        let answered = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<frames {
+                group.addTask { (try? await echo(packetSize: packetSize, client: client, timeout: timeout)) != nil }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        let all = answered == frames
+        let perFrame = LinkLimits.ConsoleLines(length: candidate.length, count: 1).lines(forPacket: packetSize)
+        let shape = "\(frames) \(packetSize)-byte frames of \(perFrame) line\(perFrame == 1 ? "" : "s") of \(candidate.length) B at once"
+        logger.debug("link probe: \(shape) \(all ? "answered" : "\(answered) answered within \(timeout.milliseconds) ms")")
+        if !all { transport.learnConsoleLines(previous, final: false) }
+        await client.refineLinkLimits(requestedWindow: requested)
+        return answered
     }
 
     /// The round trip of an echo of `packetSize` bytes (on the client's clock, as its timeout); nil

@@ -45,7 +45,7 @@ struct UploadEngine: Sendable {
                 throw McuMgrError(.protocolViolation, "\(command.name): the device reported offset \(offset) for an empty upload")
             }
             progress?(TransferProgress(bytesTransferred: 0, totalBytes: 0, bytesPerSecond: nil))
-            return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: limits.window, chunksSent: 1, duration: started.duration(to: clock.now))
+            return UploadResult(totalBytes: 0, resumedFrom: 0, chunkSize: 0, pipelineDepth: limits.window(forPacket: limits.packetSize), chunksSent: 1, duration: started.duration(to: clock.now))
         }
 
         // Under remembered buffers the first chunk has a short wait of its own (the machine's
@@ -104,7 +104,7 @@ struct UploadEngine: Sendable {
         var machine = SMPUploadMachine(
             total: total,
             limits: SMPUploadMachine.Limits(
-                depth: link.window, alignment: configuration.byteAlignment,
+                depth: link.window(forPacket: link.packetSize), alignment: configuration.byteAlignment,
                 chunkLengths: try chunkLengths(total: total, messageLimit: link.packetSize),
                 maximumConsecutiveLosses: configuration.maximumTimeoutRetries,
                 maximumBusyRetries: configuration.maximumBusyRetries, busyRetryDelay: configuration.busyRetryDelay,
@@ -198,7 +198,7 @@ struct UploadEngine: Sendable {
                 case .finished:
                     return .finished(UploadResult(
                         totalBytes: total, resumedFrom: machine.resumedFrom ?? 0, chunkSize: machine.largestChunk,
-                        pipelineDepth: link.window, chunksSent: machine.chunksSent, duration: started.duration(to: clock.now)))
+                        pipelineDepth: link.window(forPacket: link.packetSize), chunksSent: machine.chunksSent, duration: started.duration(to: clock.now)))
                 case .fail(.buffersInDoubt(let failure)):
                     await abandonAll()
                     return .askForBuffers(reported(failure))
@@ -335,7 +335,8 @@ struct UploadEngine: Sendable {
             let burst = max(1, console.currentConsoleLines.largestPacketPerBurst - 32)
             if total >= Self.probeThresholdBursts * burst {
                 await LinkProbe.run(
-                    client: client, transport: console, deviceBufferSize: bufferSize, trustRemembered: remembered,
+                    client: client, transport: console, deviceBufferSize: bufferSize, deviceBufferCount: bufferCount,
+                    trustRemembered: remembered,
                     logger: client.logger)
             }
         }

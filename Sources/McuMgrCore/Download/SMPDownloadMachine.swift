@@ -19,7 +19,7 @@ public struct SMPDownloadMachine: Sendable {
     public struct Limits: Sendable, Hashable {
         /// Most requests in flight once the device's buffers are known (see `depthUnknown`); at least 1.
         public var depth: Int?
-        /// What the link holds in flight (a serial console: 1); bounds `depth`, and a link of 1 never asks
+        /// What the link holds in flight (a serial console: the requests its line buffers hold); bounds `depth`, and a link of 1 never asks
         /// for the device's buffers.
         public var linkFramesInFlight: Int
         /// The largest file accepted.

@@ -5,7 +5,9 @@ extension FirmwareUpgradeStateMachine {
     /// asked for) and the configuration's `pipelineDepth` (`LinkLimits.refined`).
     var pipelineDepth: Int {
         let wanted = configuration.pipelineDepth
-        return link.refined(deviceBufferCount: device.bufferCount ?? (wanted == nil ? 1 : nil), requestedWindow: wanted).window
+        let refined = link.refined(
+            deviceBufferSize: device.bufferSize, deviceBufferCount: device.bufferCount ?? (wanted == nil ? 1 : nil), requestedWindow: wanted)
+        return refined.window(forPacket: refined.packetSize)
     }
 
     mutating func startUpload(pipelineDepth: Int) {

@@ -110,6 +110,11 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
     public var bitsPerSecond: Int?
     /// Frames the link holds at once: the ceiling of every request window on it.
     public var framesInFlight: Int
+    /// On a console link without a fixed window: a request takes as many of the device's line buffers
+    /// (`consoleLines.count`) as its frame has lines until it is answered, so requests in flight are
+    /// bounded by their lines (`window(forPacket:)`): two one-line requests in Zephyr's default 2 lines,
+    /// one frame that fills them.
+    public var framesFollowConsoleLines: Bool
     /// How the device's buffer count turns into requests in flight on this link.
     public var bufferUse: BufferUse
     /// The session's settings on this link (retransmission, the window before anything is known about
@@ -142,11 +147,12 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
     public init(
         maximumPacketSize: Int, framingOverhead: Int = 0, reassembledPacketLimit: Int? = nil,
         consoleLines: ConsoleLines? = nil, lineGap: Duration? = nil, bitsPerSecond: Int? = nil,
-        framesInFlight: Int = 1, bufferUse: BufferUse = .oneBufferPerRequest,
+        framesInFlight: Int = 1, framesFollowConsoleLines: Bool = false, bufferUse: BufferUse = .oneBufferPerRequest,
         session: SMPSessionConfiguration = SMPSessionConfiguration(), eraseResendFloor: Duration? = .seconds(2),
         deviceBufferSize: Int? = nil, deviceBufferCount: Int? = nil, byteAlignment: Int = 1,
         piecesArriveOutOfOrder: Bool = false
     ) {
+        self.framesFollowConsoleLines = framesFollowConsoleLines && consoleLines != nil
         self.piecesArriveOutOfOrder = piecesArriveOutOfOrder
         self.maximumPacketSize = max(SMPHeader.size + 1, maximumPacketSize)
         self.framingOverhead = max(0, framingOverhead)
@@ -202,13 +208,29 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         return max(1, min(framesInFlight, wanted))
     }
 
+    /// Requests of `packetSize` bytes (header included) in flight at once: `window`, and where frames
+    /// follow the console lines, no more whole frames than the device's line buffers hold (a download's
+    /// one-line requests two at a time in Zephyr's default 2 lines, upload chunks that fill them one).
+    public func window(forPacket packetSize: Int) -> Int {
+        min(window, framesInFlight(forPacket: packetSize))
+    }
+
+    /// Frames of requests of `packetSize` bytes the link holds at once, whatever the device's buffers:
+    /// `framesInFlight`, and where frames follow the console lines, the whole frames its line buffers hold.
+    public func framesInFlight(forPacket packetSize: Int) -> Int {
+        guard framesFollowConsoleLines, let consoleLines else { return framesInFlight }
+        return max(1, min(framesInFlight, consoleLines.count / max(1, consoleLines.lines(forPacket: packetSize))))
+    }
+
     public var description: String {
-        let frames =
+        let full = window(forPacket: packetSize)
+        var frames =
             framesInFlight >= 255 && deviceBufferCount == nil && requestedWindow == nil
             ? "frames in flight as the device's buffers allow"
-            : "\(window) frame\(window == 1 ? "" : "s") in flight"
+            : "\(full) frame\(full == 1 ? "" : "s") in flight"
+        if full < window { frames += " (\(window) of one line)" }
         var parts = ["packet \(packetSize) B", frames]
-        if framesInFlight < 255, framesInFlight != window { parts.append("the link holds \(framesInFlight)") }
+        if framesInFlight < 255, framesInFlight != window, !framesFollowConsoleLines { parts.append("the link holds \(framesInFlight)") }
         if framingOverhead > 0 { parts.append("framing \(framingOverhead) B") }
         if let reassembledPacketLimit { parts.append("reassembled up to \(reassembledPacketLimit) B") }
         if let consoleLines {

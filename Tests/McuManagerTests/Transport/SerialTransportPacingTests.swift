@@ -91,7 +91,14 @@ struct SerialTransportPacingTests {
         let plain = SerialTransport(configuration: .init(path: "/dev/null"))
         #expect(plain.linkLimits.consoleLines == .zephyrDefault)
         #expect(plain.linkLimits.maximumPacketSize == 182)
-        #expect(plain.linkLimits.framesInFlight == 1)
+        // A request holds the lines of its frame until answered: Zephyr's 2 lines hold one frame that
+        // fills them, or two one-line requests (a download's), as the device's buffers allow.
+        #expect(plain.linkLimits.framesInFlight == 2 && plain.linkLimits.framesFollowConsoleLines)
+        #expect(plain.linkLimits.window == 1)  // nothing known of the device: one at a time
+        let known = plain.linkLimits.refined(deviceBufferSize: 384, deviceBufferCount: 4)
+        #expect(known.window(forPacket: 182) == 1 && known.window(forPacket: 89) == 2 && known.window == 2)
+        #expect(known.description.hasPrefix("packet 182 B, 1 frame in flight (2 of one line), framing 4 B"))
+        #expect(plain.linkLimits.refined(deviceBufferCount: 2).window(forPacket: 40) == 1)
         // Console framing spends 4 bytes of the device's buffer on length and CRC; 2 s erase resend floor.
         #expect(plain.linkLimits.framingOverhead == 4)
         #expect(plain.linkLimits.refined(deviceBufferSize: 2475).packetSize == 182)
@@ -105,6 +112,9 @@ struct SerialTransportPacingTests {
         #expect(fixed.linkLimits.session.window == 2)
         #expect(fixed.linkLimits.window == 2)
         #expect(fixed.linkLimits.refined(deviceBufferCount: 4).window == 2)
+        // window= is taken as given, whatever the frames' lines.
+        #expect(!fixed.linkLimits.framesFollowConsoleLines)
+        #expect(fixed.linkLimits.refined(deviceBufferCount: 4).window(forPacket: 1500) == 2)
         // Resends: measured from round trips, unless a fixed interval is set (`retransmit=`).
         #expect(plain.linkLimits.session.retransmitInterval == nil && plain.linkLimits.session.adaptiveRetransmit)
         var slow = SerialTransport.Configuration(path: "/dev/null")

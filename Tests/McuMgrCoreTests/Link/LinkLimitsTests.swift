@@ -155,6 +155,33 @@ import Testing
         #expect(replaced.description.contains("device buffers 2 x 1024 B (buf_count / 2 in flight)"))
     }
 
+    /// Where frames follow the console lines, a request holds its frame's lines until answered: requests
+    /// in flight are whole frames within the lines the device holds, and within its buffers.
+    @Test(arguments: [
+        // (lines held, line length, buffers, packet, window for it)
+        (2, 127, 4, 182, 1),  // a frame that fills Zephyr's 2 lines
+        (2, 127, 4, 89, 2),  // one-line requests (89 B fit one 127-byte line)
+        (2, 127, 4, 90, 1),  // 90 B take two lines
+        (2, 127, 2, 40, 1),  // two buffers: one request (buf_count - 1)
+        (12, 127, 4, 1020, 1),  // a 12-line frame in 12 lines
+        (12, 127, 4, 40, 3),  // one-line requests: the buffers decide
+        (12, 127, 8, 368, 3),  // 4-line frames: 3 in 12 lines
+        (32, 511, 4, 1020, 3),  // 3-line frames in 32 long lines: the buffers decide
+    ])
+    func consoleRequestsHoldTheirLines(held: Int, length: Int, buffers: Int, packet: Int, window: Int) {
+        let link = LinkLimits(
+            maximumPacketSize: 4096, framingOverhead: 4, consoleLines: .init(length: length, count: held),
+            framesInFlight: held, framesFollowConsoleLines: true
+        ).refined(deviceBufferCount: buffers)
+        #expect(link.window(forPacket: packet) == window)
+        #expect(link.framesInFlight(forPacket: packet) == min(held, max(1, held / link.consoleLines!.lines(forPacket: packet))))
+        // Without console lines (or with window= given) the packet's size does not matter.
+        #expect(Self.udp.refined(deviceBufferCount: buffers).window(forPacket: packet) == Self.udp.refined(deviceBufferCount: buffers).window)
+        var fixed = link
+        fixed.framesFollowConsoleLines = false
+        #expect(fixed.window(forPacket: packet) == fixed.window)
+    }
+
     @Test(arguments: [(1, 1, 1), (2, 1, 1), (3, 2, 1), (4, 3, 2), (5, 4, 2), (8, 7, 4)])
     func bufferUse(count: Int, oneBuffer: Int, twoBuffers: Int) {
         #expect(LinkLimits.BufferUse.oneBufferPerRequest.requestsInFlight(bufferCount: count) == oneBuffer)
