@@ -114,12 +114,12 @@ public enum LinkProbe {
         }
 
         // 1b. As many whole buffers at once as the device's buffers take in flight, each its own frame:
-        //     in lines of this length, else of longer ones (fewer lines per frame), else as many frames
-        //     as were answered.
+        //     in lines of this length, else of longer ones (fewer lines per frame). All must be answered:
+        //     a device that lost one of them (the mps2 app under QEMU lost the first of three) keeps
+        //     one frame in flight.
         //     Only where requests in flight follow the lines (`LinkLimits.framesFollowConsoleLines`).
         if lines != start, transport.linkLimits.framesFollowConsoleLines, let count = deviceBufferCount, count - 1 >= 2 {
             let frames = count - 1
-            var fallback: LinkLimits.ConsoleLines?
             for length in [lines.length] + lineLengths.filter({ $0 > lines.length }) where failures < 3 {
                 let perFrame = LinkLimits.ConsoleLines(length: length, count: 1).lines(forPacket: packetLimit)
                 let candidate = LinkLimits.ConsoleLines(length: length, count: perFrame * frames)
@@ -129,15 +129,12 @@ public enum LinkProbe {
                     client: client, transport: transport, predicted: predicted(candidate, packet * frames), logger: logger)
                 if answered == frames {
                     lines = candidate
-                    fallback = nil
                     break
                 }
                 failures += 1
-                if answered >= 2, fallback == nil { fallback = .init(length: length, count: perFrame * answered) }
                 // A device that took none of the longer lines takes no longer ones; one line per frame is the least.
                 if (answered == 0 && length > lines.length) || perFrame == 1 { break }
             }
-            if let fallback { lines = fallback }
         }
 
         if lines == start {
