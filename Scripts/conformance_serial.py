@@ -6,8 +6,8 @@ own pty in its own temporary directory) and `smp-sim --like <build> --pty`, then
 frames to both: requests compared field by field (as conformance.py does), and line-buffer probes whose
 outcome on the real device does not depend on timing (a longest line, a line too long, frames of 2 and 3
 lines back to back, two and three one-line frames back to back, a frame right behind a two-line frame,
-a packet of buf_size - 4 and one of buf_size - 3 bytes, lines 30 ms apart: three ticks). Each probe is
-answered or not; the answers must agree. Timing-dependent cases (gaps of 3-12 ms) are not compared: the
+three whole-buffer frames back to back, a packet of buf_size - 4 and one of buf_size - 3 bytes, lines
+30 ms apart: three ticks). Each probe is answered or not; the answers must agree. Timing-dependent cases (gaps of 3-12 ms) are not compared: the
 real device's host scheduling makes them vary from run to run.
 
 On a loaded machine a device answers late, or (its process descheduled) reads lines sent 30 ms apart at
@@ -166,6 +166,10 @@ def probes(build, line=None, buf=None):
     out.append(("2 one-line frames back to back", lambda s: [(s[0], lines_of(echo(10, s[0]), longest), 0), (s[1], lines_of(echo(10, s[1]), longest), 0)]))
     out.append(("3 one-line frames back to back", lambda s: [(x, lines_of(echo(10, x), longest), 0) for x in s[:3]]))
     out.append(("frame right behind a 2-line frame", lambda s: [(s[0], frame_with_lines(2, s[0]), 0), (s[1], lines_of(echo(10, s[1]), longest), 0)]))
+    # What smp's link probe sends to learn how many frames the device takes at once: buf_count - 1 = 3
+    # frames of a whole SMP buffer, back to back, in the longest lines.
+    whole = lambda s: (echo_of_packet_size(buf - 4, s) or echo_of_packet_size(buf - 5, s))
+    out.append(("3 whole-buffer frames back to back", lambda s: [(x, lines_of(whole(x), longest), 0) for x in s[:3]]))
     out.append(("packet of buf_size - 4 bytes, lines 30 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 4, s[0]), min(longest, 127)), 0.03)]))
     out.append(("packet of buf_size - 3 bytes, lines 30 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 3, s[0]), min(longest, 127)), 0.03)]))
     return out

@@ -4,7 +4,7 @@ import McuMgrCore
 public enum ZephyrBuild: String, Sendable, CaseIterable {
     /// `native_sim_serial.exe`: console serial, 4 x 384-byte SMP buffers, 2 x 128-byte line buffers.
     case nativeSimSerial = "native_sim_serial"
-    /// `native_sim_serial_fs.exe`: 4 x 1024-byte SMP buffers, 4 x 512-byte line buffers; os stat fs enum.
+    /// `native_sim_serial_fs.exe`: 4 x 1024-byte SMP buffers, 32 x 512-byte line buffers; os stat fs enum.
     case nativeSimSerialFS = "native_sim_serial_fs"
     /// `native_sim_udp.exe`: UDP, 2 x 2048-byte SMP buffers.
     case nativeSimUDP = "native_sim_udp"
@@ -91,9 +91,11 @@ public enum ZephyrBuild: String, Sendable, CaseIterable {
     public var receiveLineBuffers: (size: Int, count: Int)? {
         switch self {
         case .nativeSimSerial: return (128, 2)
-        // Measured: 4 one-line frames back to back are all answered (so at least 4 line buffers; with
-        // 5 the real device stopped answering in our probe), lines of 511 bytes taken, 515 dropped.
-        case .nativeSimSerialFS: return (512, 4)
+        // CONFIG_UART_MCUMGR_RX_BUF_COUNT 32 x 512 in the executable's symbols: three whole 1 KiB frames
+        // in lines of 511 bytes, back to back, are all answered (9 lines); lines of 511 bytes taken, 515
+        // dropped. Its 4 SMP buffers bound the frames one read takes (with 5 one-line frames back to back
+        // the real device stopped answering in our probe: a crash, from the source).
+        case .nativeSimSerialFS: return (512, 32)
         case .nativeSimUDP: return nil
         // Measured under QEMU with one-line frames and lines back to back: a line of 131 bytes is dropped
         // by all three; qemu_cortex_m0 takes 4 lines back to back and drops 5; the mps2 app and its MCUboot
