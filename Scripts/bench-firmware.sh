@@ -15,10 +15,13 @@
 # its 10 ms tick for stretches of 0.5-2 s and at once (0.05-0.1 ms) for stretches of 1-4 s in between
 # (native_sim's real-time sync catching up, it seems), so a single UDP row says more about which stretch a
 # client ran in than about the client: read UDP rows over several runs (BENCH_FW_RUNS).
-# Under every row a `floor:` line gives what the device allows any client, with its arithmetic: smp's
-# start-up (`smp --version`, measured first) + the fewest requests (the data requests, each as large as
-# the device takes, plus the hash that verifies a file transfer) x the device's median round trip for
-# them (its 10 ms ticks), and smp's whole process as a multiple of it.
+# Under every row a `floor:` line gives what the device allows any client, with its arithmetic, and smp's
+# whole process as a multiple of it. On the native_sim builds the floor comes from the build's own limits
+# (Scripts/bench_device_floor.py: the reads of its pty every 20 ms, or its 10 ms UDP tick, the lines and
+# frames one read takes, its buffers), independent of every client: smp's start-up (`smp --version`,
+# measured first) + the fewest device reads any frame shape needs, the hash included. On the QEMU builds,
+# whose time goes to flash writes under emulation, it is the data requests (each as large as the device
+# takes) x their median round trip in smp's trace.
 # Usage: Scripts/bench-firmware.sh [--no-build]   (env: BENCH_FW_RUNS=1 runs per row (best of),
 #        BENCH_FW_ECHOS=20, BENCH_FW_TIMEOUT=180, BENCH_FW_QEMU=0 to leave out the QEMU rows,
 #        BENCH_SMP=path of an smp binary to use instead of
@@ -151,6 +154,26 @@ if times: print(len(times), statistics.median(times))
 PY
 }
 
+# model_floor_line BUILD OP OURS_WHOLE_PROCESS SMPCLIENT_SECONDS: the native_sim build's floor for OP (upload,
+# download, echo) from its limits (Scripts/bench_device_floor.py) plus smp's start-up; smp's whole process
+# beside it, and what 1.5x smpclient's engine would need.
+model_floor_line() {
+    local model
+    model="$("$py" Scripts/bench_device_floor.py "$1" "$2")" || { echo "  (device floor: FAILED)"; return; }
+    "$py" - "$model" "$3" "$4" "$startup" <<'PY'
+import json, sys
+model, ours, theirs, startup = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+start = float(startup) if startup else 0.0
+total = start + model["seconds"]
+text = f"  floor (the device's limits): {start*1000:.1f} ms start-up + {model['arithmetic']} = {total*1000:.0f} ms"
+if ours:
+    text += f"; smp whole process {float(ours)*1000:.0f} ms = {float(ours)/total:.2f}x the floor"
+if theirs:
+    text += f"; 1.5x smpclient's engine: {float(theirs)/1.5*1000:.0f} ms"
+print(text)
+PY
+}
+
 # floor_line "REQUESTS MEDIAN" VERIFICATIONS OURS_WHOLE_PROCESS SMPCLIENT_SECONDS: the device's floor for
 # the row, with its arithmetic: smp's start-up (`smp --version`, median of 15, measured once per bench)
 # plus the fewest requests the transfer needs (its data requests, each as large as the device takes,
@@ -225,13 +248,12 @@ for build in serial serial-fs udp; do
     done
     theirs_echo_process="$( ((${#py_echo_times[@]} == 5)) && median "${py_echo_times[@]}" || true)"
 
-    up_wall=() up_transfer=() down_wall=() down_transfer=() first_up="" up_floor="" down_floor=""
+    up_wall=() up_transfer=() down_wall=() down_transfer=() first_up=""
     for _ in $(seq "$runs"); do
         rm -f "$work/back.bin"
         if t="$(smp_timed -v --json fs download /lfs1/bench.bin "$work/back.bin")"; then
             if cmp -s "$work/f4k.bin" "$work/back.bin"; then
                 down_wall+=("$t"); down_transfer+=("$(smp_json transfer_seconds "$t")")
-                down_floor="$(device_floor 'read-response fs(8) cmd 0 ')"
             else
                 echo "smp fs download /lfs1/bench.bin: exit 0 but the bytes differ from the uploaded ones" >>"$work/failures"
             fi
@@ -246,7 +268,6 @@ for build in serial serial-fs udp; do
                     first_up="$(smp_json transfer_seconds "$t")"
                 else
                     up_wall+=("$t"); up_transfer+=("$(smp_json transfer_seconds "$t")")
-                    up_floor="$(device_floor 'write-response fs(8) cmd 0 ')"
                 fi
             fi
         done
@@ -255,13 +276,13 @@ for build in serial serial-fs udp; do
 
     results+=("$(row "$build echo, whole process (smpclient $frames)" "$ours_echo" "median of 10" "$theirs_echo_process")")
     results+=("  (smpclient's echo round trip inside its session: $("$py" -c "import sys; print('%.1f ms, median of $echos' % (float(sys.argv[1]) * 1000) if sys.argv[1] else 'FAILED')" "$theirs_echo"))")
-    [[ -n "$theirs_echo" ]] && results+=("$(floor_line "1 $theirs_echo" 0 "$ours_echo" "")")
+    results+=("$(model_floor_line "$build" echo "$ours_echo" "")")
     up="$(min "${up_transfer[@]:-}")"
     results+=("$(row "$build fs upload 4 KiB (smpclient $frames)" "$up" "transfer (whole process $(min "${up_wall[@]:-}") s; first on the device, learning its link: ${first_up:-FAILED} s)" "$theirs_up" "$size")")
-    results+=("$(floor_line "$up_floor" 1 "$(min "${up_wall[@]:-}")" "$theirs_up")")
+    results+=("$(model_floor_line "$build" upload "$(min "${up_wall[@]:-}")" "$theirs_up")")
     down="$(min "${down_transfer[@]:-}")"
     results+=("$(row "$build fs download 4 KiB (smpclient $frames)" "$down" "transfer (whole process $(min "${down_wall[@]:-}") s)" "$theirs_down" "$size")")
-    results+=("$(floor_line "$down_floor" 1 "$(min "${down_wall[@]:-}")" "$theirs_down")")
+    results+=("$(model_floor_line "$build" download "$(min "${down_wall[@]:-}")" "$theirs_down")")
 done
 
 # Image uploads under QEMU: a fresh device for each client and run.
