@@ -18,6 +18,10 @@ struct LinkSizingEndToEndTests {
         ["--rx-line-size", "128", "--rx-lines", "2", "--buf-size", "96"],
         ["--rx-line-size", "512", "--rx-lines", "2", "--buf-size", "1024"],  // like native_sim_serial_fs
         ["--rx-line-size", "512", "--rx-lines", "32", "--buf-size", "2048"],
+        // Whole frames at once (the link probe's buf_count - 1): 3 x 3 lines of 511 B fit 32 lines, as on
+        // native_sim_serial_fs; 3 x 12 lines of 127 B do not fit 30 (two answered: one frame in flight).
+        ["--rx-line-size", "512", "--rx-lines", "32", "--buf-size", "1024"],
+        ["--rx-line-size", "128", "--rx-lines", "30", "--buf-size", "1024"],
     ]
 
     /// The console line limits smp's `-v` log says it learned or adopted ("link probe: the device takes
@@ -31,7 +35,7 @@ struct LinkSizingEndToEndTests {
         }
     }
 
-    @Test(arguments: 0..<4)
+    @Test(arguments: 0..<6)
     func defaultOptionsFitTheDevice(index: Int) async throws {
         try TestEnvironment.requireBinaries()
         try await withSimulator(.serial, extraArguments: Self.configurations[index] + ["--fs-blocks", "0"]) { session in

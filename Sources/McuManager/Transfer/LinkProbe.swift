@@ -13,8 +13,8 @@ import McuMgrCore
 /// that gets no answer within a few round trips was dropped. At most four probes go unanswered. A device
 /// that takes a whole SMP buffer at once is also sent as many whole frames at once as its buffers take in
 /// flight (`buf_count - 1`): when it answers them all, its line buffers hold them, and transfers keep that
-/// many frames in flight (`LinkLimits.window(forPacket:)`; Zephyr's native_sim serial-fs build: 32 line
-/// buffers, three 12-line frames).
+/// many frames in flight (`LinkLimits.window(forPacket:)`; Zephyr's native_sim serial-fs build, 32 line
+/// buffers of 512 B: three 1 KiB frames in lines of 511 bytes).
 public enum LinkProbe {
     /// Line lengths tried, shortest first (buffers of 512, 1024, 2048 and 4096 bytes).
     static let lineLengths = [511, 1023, 2047, 4095]
