@@ -16,7 +16,7 @@ extension SerialTransport {
         let uri = name
         let inbound = LinkInboundHandler(
             codec: Self.makeCodec(configuration, lineLength: ConsoleSerialCodec.defaultMaximumLineLength),
-            name: name, messages: .remote(uri), handler: handler)
+            name: name, messages: .remote(uri), handler: recordingTheEnd(handler))
         let timeout = Self.timeAmount(configuration.connectTimeout)
         let settings = RFC2217Codec.PortSettings(
             baudRate: configuration.baudRate, dataBits: configuration.dataBits, parity: configuration.parity,

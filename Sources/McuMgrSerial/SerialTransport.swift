@@ -194,6 +194,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     /// When the line buffers of the device are free again after the last paced burst.
     private let pacedUntil = NIOLockedValueBox<NIODeadline>(.uptimeNanoseconds(0))
     let acknowledgedBaudRate = NIOLockedValueBox<Int?>(nil)
+    /// Why the open link ended, once its close event came (nil while it is up, and before it opened).
+    private let ended = NIOLockedValueBox<McuMgrError?>(nil)
 
     public init(
         configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
@@ -225,7 +227,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             path: configuration.path, baud: configuration.baudRate, flowControl: configuration.flowControl)
         let inbound = LinkInboundHandler(
             codec: Self.makeCodec(configuration, lineLength: ConsoleSerialCodec.defaultMaximumLineLength),
-            name: name, messages: .device(configuration.path), handler: handler)
+            name: name, messages: .device(configuration.path), handler: recordingTheEnd(handler))
         do {
             let channel = try await NIOPipeBootstrap(group: group)
                 .channelOption(.allowRemoteHalfClosure, value: false)
@@ -241,8 +243,28 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         }
     }
 
+    /// `handler`, and the reason the link ended (its `.closed` event) kept for `send`: a request that finds
+    /// the link down says what the close event says, whichever of the two the client sees first.
+    func recordingTheEnd(
+        _ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
+    ) -> @Sendable (McuMgrTransportEvent) -> Void {
+        let ended = self.ended
+        ended.withLockedValue { $0 = nil }
+        return { event in
+            if case .closed(let error) = event { ended.withLockedValue { $0 = error } }
+            handler(event)
+        }
+    }
+
     public func send(_ packet: [UInt8]) throws {
         guard let channel = channel.withLockedValue({ $0 }), channel.isActive else {
+            // Opened and gone (not closed on purpose): what its close event says, or will say.
+            if self.channel.withLockedValue({ $0 }) != nil {
+                if let reason = ended.withLockedValue({ $0 }) { throw reason }
+                let messages: LinkInboundHandler.Messages =
+                    if case .device(let path) = configuration.endpoint { .device(path) } else { .remote(name) }
+                throw McuMgrError(.transport, messages.closed)
+            }
             switch configuration.endpoint {
             case .device(let path):
                 throw McuMgrError(.transport, "serial port \(path) is not open; the board may have been unplugged or reset")

@@ -3,7 +3,9 @@ import McuManager
 import McuMgrCore
 @testable import McuMgrSerial
 import NIOCore
+import NIOConcurrencyHelpers
 import NIOEmbedded
+import NIOPosix
 import Testing
 import TestSupport
 
@@ -198,5 +200,45 @@ struct LinkInboundHandlerTests {
         #expect(recorder.events == [], "nothing is reported until the link closes")
         _ = try channel.finish()
         #expect(recorder.events == [.closed(.transport, "the server withdrew the port")])
+    }
+}
+
+/// A request sent after the port server closed the connection fails with the close event's words, whichever
+/// the client sees first (a flake-check run once got "is not connected" where the test expected "closed by
+/// the server").
+@Suite(.timeLimit(.minutes(10))) struct SerialTransportRemoteClosureTests {
+    @Test func aSendAfterTheServerClosedSaysWhatTheCloseSays() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let accepted = NIOLockedValueBox<(any Channel)?>(nil)
+        let server = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                accepted.withLockedValue { $0 = channel }
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(server.localAddress?.port)
+        let transport = SerialTransport(configuration: .init(endpoint: .tcp(host: "127.0.0.1", port: port)), group: group)
+        let (events, sink) = AsyncStream.makeStream(of: McuMgrTransportEvent.self)
+        try await transport.open { sink.yield($0) }
+        // The server side closes the connection it accepted.
+        #expect(await waitUntil(timeout: .seconds(60)) { accepted.withLockedValue { $0 } != nil })
+        try await accepted.withLockedValue { $0 }!.close()
+        var closure: McuMgrError?
+        for await event in events {
+            if case .closed(let error) = event {
+                closure = error
+                break
+            }
+        }
+        let message = try #require(closure?.message)
+        #expect(message.contains("closed by the server"), "\(message)")
+        #expect(throws: McuMgrError.self) { try transport.send([0, 1, 2]) }
+        do {
+            try transport.send([0, 1, 2])
+        } catch let error as McuMgrError {
+            #expect(error.message == message)
+        }
+        await transport.close()
+        try await server.close()
     }
 }
