@@ -74,11 +74,14 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         /// Receive lines the device holds at once; nil starts from Zephyr's default (2) and lets probing
         /// find more. Longer frames are sent in bursts of this many lines, `lineGap` apart.
         public var lines: Int?
-        /// Pause between bursts of `lines` lines of one frame: the device frees its line buffers on its
-        /// next scheduling tick (10 ms on Zephyr's native_sim).
+        /// Pause between bursts of `lines` lines of one frame: the device frees its line buffers once it
+        /// has read and handled them. Zephyr's native_sim reads its pty every 20 ms; a second burst sent
+        /// 30 ms after the first (which follows an answer, itself written at a read) arrives midway
+        /// between the next two reads, so the device's or the host's lateness of up to 10 ms either way
+        /// still puts the two bursts into different reads.
         public var lineGap: Duration
         /// `lineGap` unless the device URI says otherwise (`gap=`).
-        public static let defaultLineGap = Duration.milliseconds(20)
+        public static let defaultLineGap = Duration.milliseconds(30)
         /// Largest SMP packet to send; nil lets the line limits and the device's `buf_size` decide.
         public var mtu: Int?
         /// Requests in flight at once; nil lets the device's buffers and line buffers decide: with
@@ -141,7 +144,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     }
 
     /// What the link carries now: the console line limits in force (configured, or learned by probing)
-    /// bound the packet that goes out in one burst, and longer frames go in bursts `lineGap` apart;
+    /// bound the packet that goes out in one frame (one burst, or the bursts per frame the probe found
+    /// worth pacing), and longer frames go in bursts `lineGap` apart;
     /// console framing spends 4 bytes of the device's buffer on length and CRC; `window=` frames in
     /// flight, else as many as the device's buffers and line buffers hold (a request keeps its lines
     /// until answered: `LinkLimits.window(forPacket:)`); a 2 s erase resend floor. The line's speed: the configured baud rate (a pty ignores it:
@@ -158,7 +162,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         case .console:
             let lines = consoleLines.withLockedValue { $0 }
             return LinkLimits(
-                maximumPacketSize: min(configuration.mtu ?? lines.largestPacketPerBurst, ConsoleSerialCodec.largestEncodablePacketSize),
+                maximumPacketSize: min(configuration.mtu ?? lines.largestPacketPerFrame, ConsoleSerialCodec.largestEncodablePacketSize),
                 framingOverhead: 4, consoleLines: lines, lineGap: configuration.lineGap, bitsPerSecond: bitsPerSecond,
                 framesInFlight: configuration.window ?? lines.count, framesFollowConsoleLines: configuration.window == nil,
                 session: session)
@@ -181,7 +185,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     /// Adopts line limits learned from the device (by `LinkProbe`); options the user gave stay as given.
     public func learnConsoleLines(_ learned: LinkLimits.ConsoleLines, final: Bool) {
         let lines = LinkLimits.ConsoleLines(
-            length: configuration.lineLength ?? learned.length, count: configuration.lines ?? learned.count)
+            length: configuration.lineLength ?? learned.length, count: configuration.lines ?? learned.count,
+            burstsPerFrame: learned.burstsPerFrame)
         consoleLines.withLockedValue { $0 = lines }
         if final { probed.withLockedValue { $0 = true } }
     }
@@ -191,8 +196,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     let group: any EventLoopGroup
     let logger: Logger
     let channel = NIOLockedValueBox<(any Channel)?>(nil)
-    /// When the line buffers of the device are free again after the last paced burst.
-    private let pacedUntil = NIOLockedValueBox<NIODeadline>(.uptimeNanoseconds(0))
+    /// The pacing of console bursts (see `send`).
+    private let pacing = NIOLockedValueBox(Pacing())
     let acknowledgedBaudRate = NIOLockedValueBox<Int?>(nil)
     /// Why the open link ended, once its close event came (nil while it is up, and before it opened).
     private let ended = NIOLockedValueBox<McuMgrError?>(nil)
@@ -244,14 +249,24 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     }
 
     /// `handler`, and the reason the link ended (its `.closed` event) kept for `send`: a request that finds
-    /// the link down says what the close event says, whichever of the two the client sees first.
+    /// the link down says what the close event says, whichever of the two the client sees first. Answers
+    /// go to the pacing too (`Pacing.heardAnswer(at:)`).
     func recordingTheEnd(
         _ handler: @escaping @Sendable (McuMgrTransportEvent) -> Void
     ) -> @Sendable (McuMgrTransportEvent) -> Void {
         let ended = self.ended
+        let pacing = self.pacing
+        let channel = self.channel
         ended.withLockedValue { $0 = nil }
         return { event in
-            if case .closed(let error) = event { ended.withLockedValue { $0 = error } }
+            switch event {
+            case .closed(let error): ended.withLockedValue { $0 = error }
+            case .packet:
+                if let now = channel.withLockedValue({ $0?.eventLoop.now }) {
+                    pacing.withLockedValue { $0.heardAnswer(at: now) }
+                }
+            case .dropped: break
+            }
             handler(event)
         }
     }
@@ -285,15 +300,15 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         }
         let units = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
         // The device holds `lines.count` lines: a longer frame goes out in bursts that many lines long,
-        // one line-buffer release (`lineGap`) apart. Bursts of later frames queue behind paced ones.
-        // Time is the channel's event loop's (virtual on an `EmbeddedEventLoop`, so the pacing is tested
-        // without waiting).
+        // one line-buffer release (`lineGap`) apart. Later frames queue behind paced ones until the
+        // device answers (`Pacing`). Time is the channel's event loop's (virtual on an
+        // `EmbeddedEventLoop`, so the pacing is tested without waiting).
         let bursts = lines.bursts(of: units, gap: configuration.lineGap)
         let now = channel.eventLoop.now
-        let first = pacedUntil.withLockedValue { max($0, now) }
-        if bursts.count > 1, let last = bursts.last {
-            // The last burst's lines are freed a gap after it arrives, too.
-            pacedUntil.withLockedValue { $0 = first + Self.timeAmount(last.delay + configuration.lineGap) }
+        let first = pacing.withLockedValue {
+            $0.start(
+                bursts: bursts.count, lastDelay: Self.timeAmount(bursts.last?.delay ?? .zero),
+                gap: Self.timeAmount(configuration.lineGap), now: now)
         }
         for burst in bursts {
             var filling = channel.allocator.buffer(capacity: burst.lines.reduce(0) { $0 + $1.count })
@@ -396,6 +411,41 @@ final class LinkInboundHandler: ChannelInboundHandler, Sendable {
         guard !already else { return }
         let error = failure.withLockedValue { $0 } ?? McuMgrError(.transport, messages.closed)
         handler(.closed(error))
+    }
+}
+
+extension SerialTransport {
+    /// When a console frame's first burst may go: a frame of several bursts takes the device's line
+    /// buffers until a gap after its last burst, and frames behind it queue until then, unless the
+    /// device answered after that last burst went out. Such an answer means the device handled every
+    /// line sent (a frame of several bursts is alone in flight, `LinkLimits.framesInFlight(forPacket:)`),
+    /// so the next frame goes at once: at the start of the device's read period that the answer marks,
+    /// as early as it can be taken. Times are the channel's event loop's.
+    struct Pacing: Sendable {
+        /// When the line buffers are free again after the last paced frame.
+        var until = NIODeadline.uptimeNanoseconds(0)
+        /// When the last burst of the last paced frame goes out.
+        var lastBurst = NIODeadline.uptimeNanoseconds(0)
+        /// An answer came after that last burst went out.
+        var answered = false
+
+        /// An answer arrived at `now`.
+        mutating func heardAnswer(at now: NIODeadline) {
+            if now >= lastBurst { answered = true }
+        }
+
+        /// Plans a frame of `bursts` bursts, the last `lastDelay` after the first, at `now`; returns
+        /// when its first burst goes.
+        mutating func start(bursts: Int, lastDelay: TimeAmount, gap: TimeAmount, now: NIODeadline) -> NIODeadline {
+            if answered { until = min(until, now) }
+            answered = false
+            let first = max(until, now)
+            if bursts > 1 {
+                lastBurst = first + lastDelay
+                until = lastBurst + gap
+            }
+            return first
+        }
     }
 }
 

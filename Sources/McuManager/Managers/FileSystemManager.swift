@@ -509,7 +509,7 @@ public struct FileSystemManager: Sendable {
         if let console = transport as? any McuMgrConsoleLineTransport, console.needsConsoleProbe,
             let remembered = client.configuration.consoleLineMemory?.recall(console.name)
         {
-            packet = max(packet, remembered.largestPacketPerBurst)  // what the link probe will find again
+            packet = max(packet, remembered.largestPacketPerFrame)  // what the link probe will find again
         }
         if let buffer = configuration.deviceBufferSize { packet = min(packet, link.refined(deviceBufferSize: buffer).packetSize) }
         // The header, the CBOR keys and values around the data, and the name.

@@ -11,7 +11,8 @@ import McuMgrCore
 /// a port whose device answers with another one (another board on a reused `/dev/ttyACM0` or pty, new
 /// firmware) is probed afresh. A JSON file, written atomically; unreadable or odd entries are ignored.
 public struct ConsoleLineMemory: Sendable, Hashable {
-    /// The file: an object of device name -> {"line": N, "lines": N, "buf": N, "seen": T}.
+    /// The file: an object of device name -> {"line": N, "lines": N, "bursts": N, "buf": N, "seen": T}
+    /// ("bursts", the bursts per request frame, may be missing: 1).
     public let file: URL
 
     public init(file: URL) { self.file = file }
@@ -37,7 +38,8 @@ public struct ConsoleLineMemory: Sendable, Hashable {
         guard let entry = cache.entry(for: device), let line = entry.line,
             let lines = entry.lines, (7...65_536).contains(line), (1...1024).contains(lines)
         else { return nil }
-        return (LinkLimits.ConsoleLines(length: line, count: lines), entry.buf)
+        let bursts = entry.bursts.flatMap { (1...64).contains($0) ? $0 : nil } ?? 1
+        return (LinkLimits.ConsoleLines(length: line, count: lines, burstsPerFrame: bursts), entry.buf)
     }
 
     /// Devices kept; the ones seen longest ago go first.
@@ -47,7 +49,9 @@ public struct ConsoleLineMemory: Sendable, Hashable {
     /// write are ignored: the memory only saves time.
     public func remember(_ lines: LinkLimits.ConsoleLines, deviceBufferSize: Int? = nil, for device: String) {
         cache.store(
-            Entry(line: lines.length, lines: lines.count, buf: deviceBufferSize, seen: DeviceCacheFile<Entry>.now),
+            Entry(
+                line: lines.length, lines: lines.count, bursts: lines.burstsPerFrame > 1 ? lines.burstsPerFrame : nil,
+                buf: deviceBufferSize, seen: DeviceCacheFile<Entry>.now),
             for: device, capacity: Self.capacity, seen: \.seen)
     }
 
@@ -57,13 +61,16 @@ public struct ConsoleLineMemory: Sendable, Hashable {
     private struct Entry: Codable, Sendable {
         var line: Int?
         var lines: Int?
+        /// Bursts per request frame, when more than one.
+        var bursts: Int?
         /// The device's SMP buffer size when the lines were learned.
         var buf: Int?
         var seen: Int?
 
-        init(line: Int, lines: Int, buf: Int?, seen: Int) {
+        init(line: Int, lines: Int, bursts: Int?, buf: Int?, seen: Int) {
             self.line = line
             self.lines = lines
+            self.bursts = bursts
             self.buf = buf
             self.seen = seen
         }
@@ -72,6 +79,7 @@ public struct ConsoleLineMemory: Sendable, Hashable {
             let container = try? decoder.container(keyedBy: CodingKeys.self)
             line = try? container?.decode(Int.self, forKey: .line)
             lines = try? container?.decode(Int.self, forKey: .lines)
+            bursts = try? container?.decode(Int.self, forKey: .bursts)
             buf = try? container?.decode(Int.self, forKey: .buf)
             seen = try? container?.decode(Int.self, forKey: .seen)
         }

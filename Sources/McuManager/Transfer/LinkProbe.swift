@@ -14,7 +14,10 @@ import McuMgrCore
 /// that takes a whole SMP buffer at once is also sent as many whole frames at once as its buffers take in
 /// flight (`buf_count - 1`): when it answers them all, its line buffers hold them, and transfers keep that
 /// many frames in flight (`LinkLimits.window(forPacket:)`; Zephyr's native_sim serial-fs build, 32 line
-/// buffers of 512 B: three 1 KiB frames in lines of 511 bytes).
+/// buffers of 512 B: three 1 KiB frames in lines of 511 bytes). A device that takes no more than the
+/// starting lines is sent frames of several bursts, paced a line gap apart, and they are kept when they
+/// carry more per round trip than frames of one burst (`ConsoleLines.burstsPerFrame`; native_sim's
+/// default serial build, which reads its pty every 20 ms).
 public enum LinkProbe {
     /// Line lengths tried, shortest first (buffers of 512, 1024, 2048 and 4096 bytes).
     static let lineLengths = [511, 1023, 2047, 4095]
@@ -50,14 +53,19 @@ public enum LinkProbe {
         // Frames stay within the device's SMP buffer (less 4 bytes of length and CRC), so a frame the
         // device drops is dropped for its lines, not for its size.
         let packetLimit = max(SMPHeader.size + 16, (deviceBufferSize ?? 384) - 4)
+        // The pauses of a frame of several bursts.
+        func pacing(_ candidate: LinkLimits.ConsoleLines, _ packetSize: Int) -> Duration {
+            let bursts = (candidate.lines(forPacket: packetSize) + candidate.count - 1) / candidate.count
+            return (transport.linkLimits.lineGap ?? .zero) * max(0, bursts - 1)
+        }
         // What an earlier connection learned, checked at once with one frame of a whole remembered burst,
         // given the round trip measured so far (`os params`) plus the frame's wire time at the line's speed.
         let measured = await client.smoothedRoundTrip
         if let remembered, remembered != start, let rtt = measured {
-            let packet = min(packetLimit, remembered.largestPacketPerBurst)
+            let packet = min(packetLimit, remembered.largestPacketPerFrame)
             let wire = ConsoleSerialCodec(maximumLineLength: remembered.length).encodedSize(ofPacket: packet)
             let wireTime = transport.linkLimits.bitsPerSecond.map { Duration.seconds(Double(wire * 10) / Double(max(1, $0))) } ?? .zero
-            if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: rtt + wireTime, logger: logger) {
+            if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: rtt + wireTime + pacing(remembered, packet), logger: logger) {
                 transport.learnConsoleLines(remembered, final: true)
                 logger.debug("link probe: the device still takes \(remembered), as remembered")
                 return remembered
@@ -86,8 +94,8 @@ public enum LinkProbe {
         // What an earlier connection learned, checked with one frame of a whole remembered burst (when there
         // was no round trip to go by above).
         if let remembered, remembered != start, measured == nil {
-            let packet = min(packetLimit, remembered.largestPacketPerBurst)
-            if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: predicted(remembered, packet), logger: logger) {
+            let packet = min(packetLimit, remembered.largestPacketPerFrame)
+            if await tries(remembered, packetSize: packet, client: client, transport: transport, predicted: predicted(remembered, packet) + pacing(remembered, packet), logger: logger) {
                 transport.learnConsoleLines(remembered, final: true)
                 logger.debug("link probe: the device still takes \(remembered), as remembered")
                 return remembered
@@ -162,6 +170,47 @@ public enum LinkProbe {
                 }
             }
         }
+        // 4. A device that takes no more than the starting lines at once: frames of several bursts,
+        //    paced a line gap apart, when they carry more per round trip than frames of one burst. On
+        //    a device that reads its console every so often (native_sim: every 20 ms, two lines at a
+        //    time), a frame of two bursts is answered after two reads and carries more than twice the
+        //    data; on one that frees its lines at once, one-burst frames are answered sooner than any
+        //    gap, and stay. The median of three round trips of each decides, each frame sent right behind
+        //    an answer as an upload's chunks are (a device that reads every so often answers at a read;
+        //    a frame sent behind an unanswered probe would meet its reads at random).
+        if lines == start, let gap = transport.linkLimits.lineGap,
+            let bursts = start.pacedBurstsWorthTrying(packetLimit: packetLimit), failures < 3
+        {
+            let paced = start.withBurstsPerFrame(bursts)
+            let packet = min(packetLimit, paced.largestPacketPerFrame)
+            let timeout = max(predicted(paced, packet) * 2, predicted(paced, packet) + .milliseconds(40)) + gap * (bursts - 1)
+            let oneBurstTimeout = max(rttBurst * 8, .milliseconds(500))
+            var oneBurstTrips = [rttBurst]
+            var pacedTrips: [Duration] = []
+            for _ in 0..<3 {
+                // The first one-burst echo may follow an unanswered probe: it only puts the paced frame
+                // behind an answer.
+                guard let trip = await roundTrip(packetSize: burst, client: client, timeout: oneBurstTimeout) else { break }
+                if !pacedTrips.isEmpty { oneBurstTrips.append(trip) }
+                transport.learnConsoleLines(paced, final: false)
+                let pacedTrip = await roundTrip(packetSize: packet, client: client, timeout: timeout)
+                transport.learnConsoleLines(start, final: false)
+                guard let pacedTrip else { break }
+                pacedTrips.append(pacedTrip)
+            }
+            let oneBurstTrip = median(oneBurstTrips)
+            let pacedTrip = median(pacedTrips)
+            if pacedTrips.count == 3,
+                start.pacingPays(bursts, packetLimit: packetLimit, oneBurstRoundTrip: oneBurstTrip, pacedRoundTrip: pacedTrip)
+            {
+                lines = paced
+                logger.debug("link probe: \(packet)-byte frames of \(bursts) bursts \(gap.milliseconds) ms apart carry more (round trip \(pacedTrip.milliseconds) ms, \(oneBurstTrip.milliseconds) ms for one burst of \(burst) B)")
+            } else {
+                if pacedTrips.count < 3 { failures += 1 }
+                logger.debug("link probe: \(packet)-byte frames of \(bursts) bursts \(gap.milliseconds) ms apart carry no more (round trips \(pacedTrips.map { "\($0.milliseconds) ms" }), \(oneBurstTrip.milliseconds) ms for one burst of \(burst) B)")
+            }
+        }
+
         transport.learnConsoleLines(lines, final: true)
         memory?.remember(lines, deviceBufferSize: deviceBufferSize, for: transport.name)
         logger.debug("link probe: the device takes \(lines) (round trip \(rtt.milliseconds) ms, \(failures) probe\(failures == 1 ? "" : "s") unanswered)")
@@ -264,6 +313,12 @@ public enum LinkProbe {
         if !all { transport.learnConsoleLines(previous, final: false) }
         await client.refineLinkLimits(requestedWindow: requested)
         return answered
+    }
+
+    /// The middle one of `trips` (the later of the two middle ones of an even count); zero for none.
+    static func median(_ trips: [Duration]) -> Duration {
+        let sorted = trips.sorted()
+        return sorted.isEmpty ? .zero : sorted[sorted.count / 2]
     }
 
     /// The round trip of an echo of `packetSize` bytes (on the client's clock, as its timeout); nil

@@ -17,13 +17,20 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         /// Lines the device holds at once (`CONFIG_UART_MCUMGR_RX_BUF_COUNT`, 2 by default): a burst of
         /// more lines than this is dropped. Longer frames must be paced.
         public var count: Int
+        /// Bursts of `count` lines one request frame may span, paced a line gap apart (1: a request fits
+        /// one burst). More than one where `LinkProbe` measured that such frames carry more per round
+        /// trip: on a device that reads its console only every so often (Zephyr's native_sim reads its
+        /// pty every 20 ms, two lines at a time), a frame of two bursts takes two reads and carries more
+        /// than twice what a frame of one burst carries.
+        public var burstsPerFrame: Int
 
         /// Zephyr's defaults (2 lines of 128-byte buffers): what every Zephyr and MCUboot device takes.
         public static let zephyrDefault = ConsoleLines(length: 127, count: 2)
 
-        public init(length: Int, count: Int) {
+        public init(length: Int, count: Int, burstsPerFrame: Int = 1) {
             self.length = max(7, length)
             self.count = max(1, count)
+            self.burstsPerFrame = max(1, burstsPerFrame)
         }
 
         /// Base64 characters one line carries: whole quads between the 2-byte marker and the newline.
@@ -38,6 +45,48 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
         /// The largest SMP packet one burst (`count` lines) carries.
         public var largestPacketPerBurst: Int { largestPacket(inLines: count) }
 
+        /// The largest SMP packet one request frame carries: `burstsPerFrame` bursts.
+        public var largestPacketPerFrame: Int { largestPacket(inLines: count * burstsPerFrame) }
+
+        /// These limits with request frames of `bursts` bursts.
+        public func withBurstsPerFrame(_ bursts: Int) -> ConsoleLines {
+            ConsoleLines(length: length, count: count, burstsPerFrame: bursts)
+        }
+
+        /// Bytes of an upload chunk's request besides its data (SMP header, CBOR keys and offset), as
+        /// `pacedBurstsWorthTrying` counts them.
+        public static let chunkOverhead = 32
+
+        /// The bursts per frame whose frames carry the most upload data per burst, within a device buffer
+        /// that takes `packetLimit`-byte packets, when that is more than one burst: the frame worth
+        /// measuring against one burst (`pacingPays`). nil when one burst carries the most (the buffer
+        /// ends within the next burst, or the limits already pace frames).
+        public func pacedBurstsWorthTrying(packetLimit: Int) -> Int? {
+            guard burstsPerFrame == 1 else { return nil }
+            func dataPerBurst(_ bursts: Int) -> Double {
+                Double(min(packetLimit, largestPacket(inLines: count * bursts)) - Self.chunkOverhead) / Double(bursts)
+            }
+            var best = 1
+            var bursts = 2
+            while largestPacket(inLines: count * (bursts - 1)) < packetLimit, bursts <= 64 {
+                if dataPerBurst(bursts) > dataPerBurst(best) { best = bursts }
+                bursts += 1
+            }
+            return best > 1 ? best : nil
+        }
+
+        /// Whether frames of `paced` bursts move more upload data per second than frames of one burst,
+        /// given the round trip measured for each (`LinkProbe`), within a device buffer that takes
+        /// `packetLimit`-byte packets.
+        public func pacingPays(_ paced: Int, packetLimit: Int, oneBurstRoundTrip: Duration, pacedRoundTrip: Duration) -> Bool {
+            let one = Double(min(packetLimit, largestPacketPerBurst) - Self.chunkOverhead)
+            let more = Double(min(packetLimit, largestPacket(inLines: count * paced)) - Self.chunkOverhead)
+            let oneTime = Double(oneBurstRoundTrip.nanosecondsClamped)
+            let moreTime = Double(pacedRoundTrip.nanosecondsClamped)
+            guard one > 0, more > one, oneTime > 0, moreTime > 0 else { return false }
+            return more / moreTime > one / oneTime
+        }
+
         /// Lines the console frame of a `packetSize`-byte SMP packet takes.
         public func lines(forPacket packetSize: Int) -> Int {
             let characters = Base64.encodedCount(of: packetSize + 4)
@@ -45,7 +94,9 @@ public struct LinkLimits: Sendable, Hashable, CustomStringConvertible {
             return (characters + perLine - 1) / perLine
         }
 
-        public var description: String { "\(count) lines of \(length) B" }
+        public var description: String {
+            "\(count) lines of \(length) B" + (burstsPerFrame > 1 ? ", frames of up to \(burstsPerFrame) bursts" : "")
+        }
 
         /// Cuts a frame's lines into the bursts the device takes: `count` lines each, the first at once
         /// and each next one `gap` later (the device frees its line buffers as it handles them).

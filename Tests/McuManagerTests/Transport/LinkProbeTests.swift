@@ -38,7 +38,7 @@ final class LineBufferedConsoleTransport: McuMgrConsoleLineTransport, @unchecked
     var name: String { "serial:line-buffered" }
     var linkLimits: LinkLimits {
         LinkLimits(
-            maximumPacketSize: currentConsoleLines.largestPacketPerBurst, framingOverhead: 4,
+            maximumPacketSize: currentConsoleLines.largestPacketPerFrame, framingOverhead: 4,
             consoleLines: currentConsoleLines, lineGap: .milliseconds(20), framesInFlight: 1,
             session: SMPSessionConfiguration(window: 1, adaptiveRetransmit: true))
     }
@@ -158,7 +158,31 @@ struct LinkProbeTests {
         #expect(transport.currentConsoleLines == .zephyrDefault)
         // One longer line and one longer burst were tried and lost; nothing else.
         #expect(transport.dropped.count == 2, "dropped: \(transport.dropped)")
-        #expect(transport.delivered.allSatisfy { $0 <= 182 })
+        // Three frames of two bursts were measured against one burst; answered at once here, they do
+        // not pay, and the chunks go in one burst each.
+        #expect(transport.delivered.filter { $0 > 182 } == [368, 368, 368], "\(transport.delivered)")
+    }
+
+    @Test func pacedFramesRememberedAreCheckedWithOnePacedFrameAndCarryTheChunks() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("lines-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let memory = ConsoleLineMemory(file: file)
+        let paced = LinkLimits.ConsoleLines.zephyrDefault.withBurstsPerFrame(2)
+        let transport = LineBufferedConsoleTransport(deviceLines: .zephyrDefault, bufferSize: 384, memory: memory)
+        memory.remember(paced, deviceBufferSize: 384, for: transport.name)
+        #expect(memory.recall(transport.name, deviceBufferSize: 384) == paced)
+        #expect(try String(contentsOf: file, encoding: .utf8).contains("\"bursts\""))
+        // In virtual time that never moves (see whatWasLearnedIsRememberedForTheNextConnection).
+        let result = try await Self.upload(4096, over: transport, clock: McuMgrClock(ManualClock()))
+        #expect(result.bytes == 4096)
+        #expect(transport.dropped.isEmpty, "\(transport.dropped)")
+        #expect(transport.currentConsoleLines == paced)
+        #expect(transport.delivered.max() == 368, "chunks in frames of two bursts: \(transport.delivered)")
+        #expect(!transport.delivered.contains(64), "no first probe: \(transport.delivered)")
+        // Limits of one burst are stored without the field, and a file without it reads as one burst.
+        memory.remember(.zephyrDefault, deviceBufferSize: 384, for: transport.name)
+        #expect(try !String(contentsOf: file, encoding: .utf8).contains("\"bursts\""))
+        #expect(memory.recall(transport.name, deviceBufferSize: 384) == .zephyrDefault)
     }
 
     @Test func longerLinesAndMoreLinesAreLearnedWithinTheSMPBuffer() async throws {

@@ -87,6 +87,49 @@ struct SerialTransportPacingTimingTests {
         #expect(try Self.written(channel) == [Self.frameLines(next)], "the next frame at 60 ms")
     }
 
+    /// A packet of 300 bytes of payload: a frame of four 127-byte lines, two bursts.
+    static func twoBurstPacket(sequence: UInt8) -> [UInt8] { packet(sequence: sequence, payload: 300) }
+
+    static func at(_ milliseconds: Int64) -> NIODeadline { .uptimeNanoseconds(0) + .milliseconds(milliseconds) }
+
+    @Test func anAnswerAfterAPacedFramesLastBurstLetsTheNextFrameGoAtOnce() async throws {
+        let (transport, channel) = try await Self.transport(lines: 2, gap: .milliseconds(30))
+        let answers = transport.recordingTheEnd { _ in }
+        let first = Self.twoBurstPacket(sequence: 7)
+        #expect(Self.frameLines(first).count == 4)
+        try transport.send(first)
+        channel.embeddedEventLoop.advanceTime(to: Self.at(30))
+        #expect(try Self.written(channel).count == 2, "both bursts by 30 ms")
+        // The device answers at its read 10 ms later: it took both bursts, its lines are free.
+        channel.embeddedEventLoop.advanceTime(to: Self.at(40))
+        answers(.packet(Self.packet(sequence: 7, payload: 4)))
+        let next = Self.twoBurstPacket(sequence: 8)
+        try transport.send(next)
+        #expect(try Self.written(channel) == [Array(Self.frameLines(next)[0..<2])], "at 40 ms, not when the pause ends at 60 ms")
+        channel.embeddedEventLoop.advanceTime(to: Self.at(69))
+        #expect(try Self.written(channel).isEmpty)
+        channel.embeddedEventLoop.advanceTime(to: Self.at(70))
+        #expect(try Self.written(channel) == [Array(Self.frameLines(next)[2..<4])], "its second burst 30 ms later")
+    }
+
+    @Test func anAnswerBeforeAPacedFramesLastBurstLeavesItsPause() async throws {
+        let (transport, channel) = try await Self.transport(lines: 2, gap: .milliseconds(30))
+        let answers = transport.recordingTheEnd { _ in }
+        try transport.send(Self.twoBurstPacket(sequence: 9))  // bursts at 0 and 30 ms, lines free at 60 ms
+        channel.embeddedEventLoop.advanceTime(to: Self.at(10))
+        // An answer to an earlier request: this frame's second burst is not out yet.
+        answers(.packet(Self.packet(sequence: 1, payload: 4)))
+        channel.embeddedEventLoop.advanceTime(to: Self.at(45))
+        #expect(try Self.written(channel).count == 2)
+        let next = Self.packet(sequence: 10, payload: 50)
+        try transport.send(next)
+        #expect(try Self.written(channel).isEmpty, "queued until the line buffers are free")
+        channel.embeddedEventLoop.advanceTime(to: Self.at(59))
+        #expect(try Self.written(channel).isEmpty)
+        channel.embeddedEventLoop.advanceTime(to: Self.at(60))
+        #expect(try Self.written(channel) == [Self.frameLines(next)], "at 60 ms")
+    }
+
     @Test func aLongerGapAndMoreLinesPaceTheSameWay() async throws {
         let (transport, channel) = try await Self.transport(lines: 3, gap: .milliseconds(50))
         let packet = Self.packet(sequence: 6, payload: 700)

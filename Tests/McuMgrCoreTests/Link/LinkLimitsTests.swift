@@ -55,6 +55,39 @@ import Testing
         #expect(Lines(length: 127, count: 2).bursts(of: [], gap: .milliseconds(20)).isEmpty)
     }
 
+    @Test func framesOfTwoBurstsAreWorthTryingWithinZephyrsDefaultBuffers() {
+        let lines = Lines.zephyrDefault
+        // 384-byte SMP buffers take 380-byte packets: two bursts carry 368 B (336 B of an upload's data,
+        // 168 per burst, against 150 in one burst); three would carry only 380.
+        #expect(lines.pacedBurstsWorthTrying(packetLimit: 380) == 2)
+        #expect(lines.withBurstsPerFrame(2).largestPacketPerFrame == 368)
+        #expect(lines.withBurstsPerFrame(2).largestPacketPerBurst == 182)
+        #expect(lines.largestPacketPerFrame == 182)
+        #expect(lines.pacedBurstsWorthTrying(packetLimit: 182) == nil, "one burst fills the buffer")
+        #expect(lines.pacedBurstsWorthTrying(packetLimit: 200) == nil, "a second burst would carry 18 bytes")
+        #expect(lines.withBurstsPerFrame(2).pacedBurstsWorthTrying(packetLimit: 380) == nil, "already paced")
+        // 1024-byte buffers: five bursts (926 B) carry the most per burst.
+        #expect(lines.pacedBurstsWorthTrying(packetLimit: 1020) == 5)
+        #expect(Lines(length: 127, count: 2, burstsPerFrame: 2).description == "2 lines of 127 B, frames of up to 2 bursts")
+        #expect(Lines(length: 127, count: 2, burstsPerFrame: 0).burstsPerFrame == 1)
+    }
+
+    @Test func pacingPaysOnADeviceThatReadsEvery20msNotOnOneThatFreesItsLinesAtOnce() {
+        let lines = Lines.zephyrDefault
+        func pays(_ one: Int, _ paced: Int, limit: Int = 380) -> Bool {
+            lines.pacingPays(2, packetLimit: limit, oneBurstRoundTrip: .milliseconds(one), pacedRoundTrip: .milliseconds(paced))
+        }
+        // native_sim_serial: one burst is answered at the next read (20 ms), two bursts at the second.
+        #expect(pays(20, 40))
+        #expect(pays(19, 41))
+        // A device that frees its lines at once: one burst in 3 ms, two in the 30 ms gap and 3 ms.
+        #expect(!pays(3, 33))
+        // Break-even: 336 B in the paced round trip against 150 B in one burst's.
+        #expect(!pays(16, 41))
+        #expect(!pays(0, 0), "no round trips measured")
+        #expect(!pays(20, 40, limit: 182), "a buffer one burst fills")
+    }
+
     @Test func limitsClampNonsenseAndDescribeThemselves() {
         let limits = LinkLimits(maximumPacketSize: 3, consoleLines: Lines(length: 2, count: 0), framesInFlight: 0, byteAlignment: 0)
         #expect(limits.maximumPacketSize == SMPHeader.size + 1)
