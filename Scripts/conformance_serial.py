@@ -6,8 +6,8 @@ own pty in its own temporary directory) and `smp-sim --like <build> --pty`, then
 frames to both: requests compared field by field (as conformance.py does), and line-buffer probes whose
 outcome on the real device does not depend on timing (a longest line, a line too long, frames of 2 and 3
 lines back to back, two and three one-line frames back to back, a frame right behind a two-line frame,
-three whole-buffer frames back to back, a packet of buf_size - 4 and one of buf_size - 3 bytes, lines
-30 ms apart: three ticks). Each probe is answered or not; the answers must agree. Timing-dependent cases (gaps of 3-12 ms) are not compared: the
+three whole-buffer frames back to back, a 4-line frame in bursts of 2 lines 30 ms apart, a packet of
+buf_size - 4 and one of buf_size - 3 bytes, lines 30 ms apart: three ticks). Each probe is answered or not; the answers must agree. Timing-dependent cases (gaps of 3-12 ms) are not compared: the
 real device's host scheduling makes them vary from run to run.
 
 On a loaded machine a device answers late, or (its process descheduled) reads lines sent 30 ms apart at
@@ -91,15 +91,16 @@ class Link:
         tty.setraw(self.fd)
         self.pending = b""
 
-    def write(self, lines, gap=0.0):
+    def write(self, lines, gap=0.0, burst=1):
+        """Writes `lines` in bursts of `burst` lines (each one write), `gap` seconds apart."""
         if not gap:
             # Back to back: one write, so that no device tick falls between the lines.
             os.write(self.fd, b"".join(lines))
             return
-        for index, line in enumerate(lines):
+        for index in range(0, len(lines), burst):
             if index:
                 time.sleep(gap)
-            os.write(self.fd, line)
+            os.write(self.fd, b"".join(lines[index:index + burst]))
 
     def answers(self, wait):
         """Decoded answer packets that arrive within `wait` seconds."""
@@ -170,6 +171,9 @@ def probes(build, line=None, buf=None):
     # frames of a whole SMP buffer, back to back, in the longest lines.
     whole = lambda s: (echo_of_packet_size(buf - 4, s) or echo_of_packet_size(buf - 5, s))
     out.append(("3 whole-buffer frames back to back", lambda s: [(x, lines_of(whole(x), longest), 0) for x in s[:3]]))
+    # What smp sends where the device takes only its 2 starting lines and frames of two bursts carry
+    # more (the link probe measures them): 4 lines in bursts of 2, 30 ms apart.
+    out.append(("4-line frame in bursts of 2 lines 30 ms apart", lambda s: [(s[0], frame_with_lines(4, s[0], min(longest, 127)), 0.03, 2)]))
     out.append(("packet of buf_size - 4 bytes, lines 30 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 4, s[0]), min(longest, 127)), 0.03)]))
     out.append(("packet of buf_size - 3 bytes, lines 30 ms apart", lambda s: [(s[0], lines_of(echo_of_packet_size(buf - 3, s[0]), min(longest, 127)), 0.03)]))
     return out
@@ -178,19 +182,20 @@ def probes(build, line=None, buf=None):
 def probe(link, make, seqs, wait=0.2):
     """Sends one probe's frames; for each, whether it was answered within `wait` seconds (returns as soon
     as every frame is)."""
+    # Each send: (sequence number, lines, gap between bursts[, lines per burst, 1 if not given]).
     sends = make(seqs)
-    if all(gap == 0 for _, _, gap in sends):
-        link.write([line for _, lines, _ in sends for line in lines])
+    if all(send[2] == 0 for send in sends):
+        link.write([line for send in sends for line in send[1]])
     else:
-        for _, lines, gap in sends:
-            link.write(lines, gap)
-    expected = {s for s, _, _ in sends}
+        for send in sends:
+            link.write(send[1], send[2], send[3] if len(send) > 3 else 1)
+    expected = {send[0] for send in sends}
     answered = set()
     deadline = time.time() + wait
     while time.time() < deadline and not expected <= answered:
         answered |= {a["seq"] for a in link.answers(min(0.01, max(0, deadline - time.time())))}
     time.sleep(0.05)
-    return [s in answered for s, _, _ in sends]
+    return [send[0] in answered for send in sends]
 
 
 def probe_both(links, make, next_seqs, wait=0.2, late=3.0, attempts=3):
