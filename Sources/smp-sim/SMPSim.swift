@@ -57,9 +57,10 @@ struct SMPSim: AsyncParsableCommand {
 
             Defaults are Zephyr's smp_svr defaults, as the shared native_sim_serial build reports them: 4 SMP
             buffers of 384 bytes (os params), 2 serial receive lines of 128 bytes (a console line longer than
-            128 bytes is dropped; lines beyond the free buffers are dropped until the device's 10 ms tick
-            processes them, so a frame of 3 lines sent back to back, or a second frame sent right behind a
-            2-line frame, gets no answer), UDP requests that hold two buffers each until answered on that tick
+            128 bytes is dropped; lines beyond the free buffers are dropped until the device's next read of
+            its console, every 20 ms, processes them, so a frame of 3 lines sent back to back, or a second
+            frame sent right behind a 2-line frame, gets no answer), UDP requests that hold two buffers each
+            until answered on the device's 10 ms tick
             (datagrams that find no free buffers are dropped), and a LittleFS of four 4 KiB blocks at /lfs1.
             """)
 

@@ -32,9 +32,10 @@ public final class PtyFrontEnd: Sendable {
         /// buffers: every line is taken at once (a link faster than any device, for speed tests).
         public var receiveLineSize: Int?
         /// Receive line buffers (`CONFIG_UART_MCUMGR_RX_BUF_COUNT`): lines beyond the free buffers are
-        /// dropped until the device's tick gives buffers back (see `SerialLineBuffers`).
+        /// dropped until the device's next read gives buffers back (see `SerialLineBuffers`).
         public var receiveLineCount: Int?
-        /// The device's processing tick (10 ms on native_sim): lines are processed, and answers sent, on it.
+        /// How often the device reads its console (20 ms on native_sim): lines are processed, and the
+        /// requests they complete answered, at its reads.
         public var tick: Duration
         /// Called with the device's log line when a console line is dropped.
         public var onDrop: (@Sendable (String) -> Void)?
@@ -53,7 +54,7 @@ public final class PtyFrontEnd: Sendable {
             rawFraming: Bool = false, lineLength: Int = 127, baudRate: Int? = nil, latency: Duration = .zero,
             linkPath: String? = nil, vanishOnReset: Bool = false,
             receiveLineSize: Int? = Self.zephyrReceiveLineSize, receiveLineCount: Int? = Self.zephyrReceiveLineCount,
-            tick: Duration = .milliseconds(10), onDrop: (@Sendable (String) -> Void)? = nil,
+            tick: Duration = .milliseconds(20), onDrop: (@Sendable (String) -> Void)? = nil,
             faults: FaultProfile = FaultProfile(), faultStream: UInt64 = 0
         ) {
             self.faults = faults
@@ -405,13 +406,9 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
                 for unit in codec.encode(response) { encoded.writeBytes(unit) }
             }
             var buffer = encoded
-            let now = context.eventLoop.now
-            var ready = now
-            // With line buffers the answer leaves on the device's next tick (round trips of 10-20 ms;
-            // 14-23 ms measured on native_sim_serial).
-            if let lineBuffers {
-                ready = start + .nanoseconds(Int64(clamping: lineBuffers.nextTick(after: elapsed(now))))
-            }
+            // With line buffers this runs at the device's read that completed the request (see
+            // `releaseLines`), and the answer leaves at once.
+            var ready = context.eventLoop.now
             // A device still working on an earlier request (serial recovery erasing flash) answers after it,
             // and this request's own work (its erase) comes before its answer.
             if let busyUntil, busyUntil > ready { ready = busyUntil }

@@ -3,24 +3,25 @@
 /// and given back when the SMP work queue has processed the line. Pure: bytes and times go in, accepted
 /// lines come out when the device would process them.
 ///
-/// Measured on native_sim_serial 4.4.0 (2 x 128-byte buffers; the device runs on a 10 ms tick):
+/// Measured on native_sim_serial 4.4.0 (2 x 128-byte buffers; `uart_native_pty` reads the pty every 20 ms:
+/// its thread sleeps one 10 ms tick, and the kernel adds a tick to every relative timeout):
 /// - a line of 127 bytes (marker, 124 Base64 characters, newline) is taken, one of 131 is dropped
 ///   ("Line too long, fragment dropped"); the serial_fs build (512-byte buffers) takes 511, drops 515;
 /// - two lines sent back to back are taken, a third is dropped ("Insufficient buffers, fragment
 ///   dropped"): a frame of three lines, or a second frame sent right behind a two-line frame, gets no
 ///   answer; two one-line frames back to back are both answered, three are not;
-/// - lines are given back on the device's tick: with 10 ms between lines a frame of any length up to
-///   `buf_size` is answered (3 lines at 8 ms gaps: 11 of 12; 4 lines at 5 ms gaps: 4 of 12; 9 ms: all);
-///   a two-line frame sent 12 ms or more after another frame is always taken;
-/// - an echo round trip takes 14 to 23 ms (median 20).
-///
+/// - lines are given back at the device's read: with 10 ms between lines a frame of any length up to
+///   `buf_size` is answered (3 lines at 8 ms gaps: 11 of 12; 4 lines at 5 ms gaps: 4 of 12);
 /// - a two-line frame sent right behind another frame is taken about half the time 9-12 ms later and
-///   always 21 ms later: the line that completes a request keeps its buffer until the request has been
-///   handled and answered.
+///   always 21 ms later (the first frame is read within 20 ms);
+/// - an echo sent right behind an answer is answered 20 ms later (14 to 23 ms); a 4-line frame sent
+///   right behind an answer in bursts of 2 lines 22 to 38 ms apart is answered 40 ms later (two reads),
+///   42 ms apart 60 ms later, 12 to 18 ms apart mostly not at all (both bursts in one read).
 ///
-/// The model: ticks every `tick` from the front end's start; a complete line keeps its buffer until the
-/// first tick after its newline arrived, when the device processes it; the line that completes a request
-/// keeps it one tick longer, until the answer goes out (`holdProcessedBuffer(until:)`); a partial line
+/// The model: the device reads every `tick` on a fixed grid from the front end's start; a complete line
+/// keeps its buffer until the first read after its newline arrived, when the device processes it and
+/// answers the request it completes at once; a line that completes a request answered later (a device
+/// busy with an earlier one) keeps its buffer until then (`holdProcessedBuffer(until:)`); a partial line
 /// keeps one too. A line that finds no free buffer, or grows beyond `lineSize` bytes (newline included),
 /// is dropped up to its newline. The real device's host timing adds jitter this model does not have.
 struct SerialLineBuffers: Sendable {
@@ -52,7 +53,7 @@ struct SerialLineBuffers: Sendable {
         }
     }
 
-    init(lineSize: Int, lineCount: Int, tick: Duration = .milliseconds(10)) {
+    init(lineSize: Int, lineCount: Int, tick: Duration = .milliseconds(20)) {
         precondition(lineSize > 0 && lineCount > 0)
         self.lineSize = lineSize
         self.lineCount = lineCount

@@ -8,7 +8,7 @@ import TestSupport
 
 /// The simulator's serial link handler (behind `smp-sim`'s pty) in an `EmbeddedChannel`, in virtual
 /// time: requests in every read split, what it refuses, and the timing it emulates (wire speed,
-/// latency, Zephyr's line buffers and 10 ms tick) asserted to the nanosecond.
+/// latency, Zephyr's line buffers and the device's reads every 20 ms) asserted to the nanosecond.
 @Suite("Simulator serial link handler")
 struct SimulatorLinkHandlerTests {
     static func echo(_ text: String, sequence: UInt8) -> [UInt8] {
@@ -121,12 +121,12 @@ struct SimulatorLinkHandlerTests {
         _ = try channel.finish()
     }
 
-    @Test func withZephyrsLineBuffersAnAnswerLeavesOnTheTickAfterTheLineWasProcessed() throws {
+    @Test func withZephyrsLineBuffersARequestIsAnsweredAtTheDevicesNextRead() throws {
         let channel = try Self.makeChannel(lineBuffers: SerialLineBuffers(lineSize: 128, lineCount: 2))
         let request = Self.echo("tick", sequence: 5)
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(3))
         try channel.writeInbound(ByteBuffer(bytes: Self.frames(request)))
-        // Processed on the 10 ms tick, answered on the next one.
+        // Read, handled and answered at the device's next read of its console, at 20 ms.
         channel.embeddedEventLoop.advanceTime(to: .uptimeNanoseconds(20_000_000 - 1))
         #expect(try Self.written(channel) == [])
         channel.embeddedEventLoop.advanceTime(to: .uptimeNanoseconds(20_000_000))
@@ -143,7 +143,7 @@ struct SimulatorLinkHandlerTests {
         #expect(drops.all == ["Insufficient buffers, fragment dropped"])
         channel.embeddedEventLoop.advanceTime(by: .seconds(1))
         #expect(try Self.written(channel) == [])
-        // Two one-line frames back to back both fit, and both are answered on the same tick.
+        // Two one-line frames back to back both fit, and both are answered at the same read.
         let a = Self.echo("one", sequence: 7), b = Self.echo("two", sequence: 8)
         try channel.writeInbound(ByteBuffer(bytes: Self.frames(a) + Self.frames(b)))
         channel.embeddedEventLoop.advanceTime(to: .uptimeNanoseconds(1_020_000_000 - 1))
