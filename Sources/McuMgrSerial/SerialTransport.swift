@@ -198,6 +198,8 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
     let channel = NIOLockedValueBox<(any Channel)?>(nil)
     /// The pacing of console bursts (see `send`).
     private let pacing = NIOLockedValueBox(Pacing())
+    /// Frames held to be written together (`holdWrites(count:)`): how many more, and their bytes.
+    private let held = NIOLockedValueBox<(remaining: Int, bytes: [UInt8])?>(nil)
     let acknowledgedBaudRate = NIOLockedValueBox<Int?>(nil)
     /// Why the open link ended, once its close event came (nil while it is up, and before it opened).
     private let ended = NIOLockedValueBox<McuMgrError?>(nil)
@@ -299,6 +301,14 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
                 .usage, "a \(packet.count)-byte request does not fit a serial frame (at most \(ConsoleSerialCodec.largestEncodablePacketSize) bytes)")
         }
         let units = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
+        // A frame of one burst held to go with others (`holdWrites(count:)`).
+        if units.count <= lines.count, let batch = hold(units.flatMap { $0 }) {
+            guard !batch.isEmpty else { return }
+            var buffer = channel.allocator.buffer(capacity: batch.count)
+            buffer.writeBytes(batch)
+            channel.writeAndFlush(buffer, promise: nil)
+            return
+        }
         // The device holds `lines.count` lines: a longer frame goes out in bursts that many lines long,
         // one line-buffer release (`lineGap`) apart. Later frames queue behind paced ones until the
         // device answers (`Pacing`). Time is the channel's event loop's (virtual on an
@@ -320,6 +330,37 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             } else {
                 channel.eventLoop.scheduleTask(deadline: deadline) { channel.writeAndFlush(buffer, promise: nil) }
             }
+        }
+    }
+
+    public func holdWrites(count: Int) {
+        held.withLockedValue { $0 = count > 0 ? (count, []) : nil }
+    }
+
+    public func releaseWrites() {
+        let bytes = held.withLockedValue { batch -> [UInt8] in
+            defer { batch = nil }
+            return batch?.bytes ?? []
+        }
+        guard !bytes.isEmpty, let channel = channel.withLockedValue({ $0 }) else { return }
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        channel.writeAndFlush(buffer, promise: nil)
+    }
+
+    /// Adds a frame's bytes to the held ones: nil when nothing is held (send it now); else the bytes to
+    /// write now, all the held frames' once this was the last, or nothing yet.
+    private func hold(_ frame: [UInt8]) -> [UInt8]? {
+        held.withLockedValue { batch -> [UInt8]? in
+            guard var current = batch else { return nil }
+            current.bytes += frame
+            current.remaining -= 1
+            if current.remaining > 0 {
+                batch = current
+                return []
+            }
+            batch = nil
+            return current.bytes
         }
     }
 

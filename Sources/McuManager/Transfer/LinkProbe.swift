@@ -300,12 +300,15 @@ public enum LinkProbe {
         await client.refineLinkLimits(
             deviceBufferSize: deviceBufferSize, deviceBufferCount: deviceBufferCount, requestedWindow: frames)
         let timeout = max(predicted * 2, predicted + .milliseconds(40))
+        // In one write: the frames must reach the device together, as a burst of their lines.
+        transport.holdWrites(count: frames)
         let answered = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<frames {
                 group.addTask { (try? await echo(packetSize: packetSize, client: client, timeout: timeout)) != nil }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
+        transport.releaseWrites()
         let all = answered == frames
         let perFrame = LinkLimits.ConsoleLines(length: candidate.length, count: 1).lines(forPacket: packetSize)
         let shape = "\(frames) \(packetSize)-byte frames of \(perFrame) line\(perFrame == 1 ? "" : "s") of \(candidate.length) B at once"

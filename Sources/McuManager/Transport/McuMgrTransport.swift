@@ -62,9 +62,19 @@ public protocol McuMgrConsoleLineTransport: McuMgrTransport {
     /// Adopts limits learned from the device (`linkLimits.consoleLines` then has them); `final` ends
     /// probing for this transport.
     func learnConsoleLines(_ lines: LinkLimits.ConsoleLines, final: Bool)
+    /// Holds the next `count` frames and writes them in one write once the last is sent, so that they
+    /// reach the device at once (the probe's frames sent together: written one by one from several tasks,
+    /// a device read could fall between them on a loaded machine and make a burst look as if the device
+    /// held it). `releaseWrites()` writes what is still held and ends the hold.
+    func holdWrites(count: Int)
+    func releaseWrites()
 }
 
 extension McuMgrConsoleLineTransport {
     /// The console line limits in force (the link's, else Zephyr's defaults).
     public var currentConsoleLines: LinkLimits.ConsoleLines { linkLimits.consoleLines ?? .zephyrDefault }
+
+    /// A transport whose sends reach the device at once anyway holds nothing.
+    public func holdWrites(count: Int) {}
+    public func releaseWrites() {}
 }

@@ -130,6 +130,25 @@ struct SerialTransportPacingTimingTests {
         #expect(try Self.written(channel) == [Self.frameLines(next)], "at 60 ms")
     }
 
+    @Test func heldFramesGoInOneWriteWithTheLast() async throws {
+        let (transport, channel) = try await Self.transport()
+        let frames = (11...13).map { Self.packet(sequence: UInt8($0), payload: 50) }
+        transport.holdWrites(count: 3)
+        try transport.send(frames[0])
+        try transport.send(frames[1])
+        #expect(try Self.written(channel).isEmpty, "held until the third")
+        try transport.send(frames[2])
+        #expect(try Self.written(channel) == [frames.flatMap(Self.frameLines)], "one write of the three frames")
+        try transport.send(frames[0])
+        #expect(try Self.written(channel).count == 1, "the hold ended with the third")
+        // A hold that gets fewer frames: releasing it writes them.
+        transport.holdWrites(count: 2)
+        try transport.send(frames[1])
+        #expect(try Self.written(channel).isEmpty)
+        transport.releaseWrites()
+        #expect(try Self.written(channel) == [Self.frameLines(frames[1])])
+    }
+
     @Test func aLongerGapAndMoreLinesPaceTheSameWay() async throws {
         let (transport, channel) = try await Self.transport(lines: 3, gap: .milliseconds(50))
         let packet = Self.packet(sequence: 6, payload: 700)
