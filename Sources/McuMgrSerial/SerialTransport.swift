@@ -290,9 +290,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             }
         }
         guard configuration.framing == .console else {
-            var buffer = channel.allocator.buffer(capacity: packet.count)
-            buffer.writeBytes(packet)
-            channel.writeAndFlush(buffer, promise: nil)
+            Self.write(packet, to: channel)
             return
         }
         let lines = consoleLines.withLockedValue { $0 }
@@ -303,10 +301,7 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
         let units = ConsoleSerialCodec(maximumLineLength: lines.length).encode(packet)
         // A frame of one burst held to go with others (`holdWrites(count:)`).
         if units.count <= lines.count, let batch = hold(units.flatMap { $0 }) {
-            guard !batch.isEmpty else { return }
-            var buffer = channel.allocator.buffer(capacity: batch.count)
-            buffer.writeBytes(batch)
-            channel.writeAndFlush(buffer, promise: nil)
+            if !batch.isEmpty { Self.write(batch, to: channel) }
             return
         }
         // The device holds `lines.count` lines: a longer frame goes out in bursts that many lines long,
@@ -343,6 +338,10 @@ public final class SerialTransport: McuMgrConsoleLineTransport {
             return batch?.bytes ?? []
         }
         guard !bytes.isEmpty, let channel = channel.withLockedValue({ $0 }) else { return }
+        Self.write(bytes, to: channel)
+    }
+
+    private static func write(_ bytes: [UInt8], to channel: any Channel) {
         var buffer = channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         channel.writeAndFlush(buffer, promise: nil)
