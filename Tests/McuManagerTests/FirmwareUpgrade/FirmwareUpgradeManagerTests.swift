@@ -157,13 +157,22 @@ struct FirmwareUpgradeManagerTests {
         rig.link.options.latency = .milliseconds(3)
         let image = DFUFixtures.image(size: 160 * 1024)
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        // Paused from the link, as the first chunk beyond 20 000 bytes goes out: the upload is then sure
+        // to be under way. (Paused from the progress events, a loaded machine delivered them so late that
+        // the whole upload had ended first, and no pause came.)
         let paused = ManagerTestBox(false)
-        let recorder = EventRecorder(manager) { event in
-            if case .uploadProgress(let p) = event, p.bytesSent > 20_000, !paused.withValue({ $0 }) {
-                paused.withValue { $0 = true }
-                manager.pause()
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload,
+                    (smpBody(packet)["off"]?.int ?? 0) > 20_000, !paused.withValue({ $0 })
+                {
+                    paused.withValue { $0 = true }
+                    manager.pause()
+                }
+                return .forward(packet.bytes)
             }
         }
+        let recorder = EventRecorder(manager)
         let upgrade = Task { try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.uploadOnly)) }
         await recorder.wait { if case .paused = $0 { true } else { false } }
         #expect(manager.isPaused)
@@ -198,9 +207,22 @@ struct FirmwareUpgradeManagerTests {
         let rig = ManagerRig()
         let image = DFUFixtures.image()
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
-        let recorder = EventRecorder(manager) { event in
-            if case .stateChanged(_, .test) = event { manager.pause() }
+        // Paused as the test request goes out (the first image state write; the confirm after the reset
+        // is the second): the pause reaches the manager before its answer does (one stream of inputs, in
+        // order), however late the machine runs this test's tasks.
+        let paused = ManagerTestBox(false)
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.state, packet.header.operation == .write,
+                    !paused.withValue({ $0 })
+                {
+                    paused.withValue { $0 = true }
+                    manager.pause()
+                }
+                return .forward(packet.bytes)
+            }
         }
+        let recorder = EventRecorder(manager)
         let upgrade = Task { try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.testAndConfirm)) }
         await recorder.wait { if case .paused = $0 { true } else { false } }
         // While paused the machine still reports its state changes but holds its actions: once the
@@ -220,13 +242,20 @@ struct FirmwareUpgradeManagerTests {
         let image = DFUFixtures.image(size: 160 * 1024)
         let delegate = RecordingDelegate()
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options, delegate: delegate)
+        // Cancelled as the first chunk beyond 40 000 bytes goes out (see the pause test above).
         let cancelled = ManagerTestBox(false)
-        let recorder = EventRecorder(manager) { event in
-            if case .uploadProgress(let p) = event, p.bytesSent > 40_000, !cancelled.withValue({ $0 }) {
-                cancelled.withValue { $0 = true }
-                manager.cancel()
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload,
+                    (smpBody(packet)["off"]?.int ?? 0) > 40_000, !cancelled.withValue({ $0 })
+                {
+                    cancelled.withValue { $0 = true }
+                    manager.cancel()
+                }
+                return .forward(packet.bytes)
             }
         }
+        let recorder = EventRecorder(manager)
         let error = await expectMcuMgrError {
             _ = try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.confirmOnly))
         }
@@ -252,12 +281,24 @@ struct FirmwareUpgradeManagerTests {
         let rig = ManagerRig()
         rig.link.options.latency = .milliseconds(3)
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
-        let recorder = EventRecorder(manager)
+        // The task is cancelled as the first chunk beyond 20 000 bytes goes out (see the pause test).
+        let upgradeTask = ManagerTestBox<Task<FirmwareUpgradeResult, any Error>?>(nil)
+        let cancelled = ManagerTestBox(false)
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload,
+                    (smpBody(packet)["off"]?.int ?? 0) > 20_000, let task = upgradeTask.current, !cancelled.withValue({ $0 })
+                {
+                    cancelled.withValue { $0 = true }
+                    task.cancel()
+                }
+                return .forward(packet.bytes)
+            }
+        }
         let upgrade = Task {
             try await manager.upgrade(images: [DFUFixtures.image(size: 160 * 1024)], configuration: DFUFixtures.configuration())
         }
-        await recorder.wait { if case .uploadProgress(let p) = $0 { p.bytesSent > 20_000 } else { false } }
-        upgrade.cancel()
+        upgradeTask.withValue { $0 = upgrade }
         let error = await expectMcuMgrError { _ = try await upgrade.value }
         #expect(error?.kind == .cancelled)
         #expect(rig.device.resetCount == 0)
@@ -267,11 +308,21 @@ struct FirmwareUpgradeManagerTests {
         let rig = ManagerRig()
         rig.link.options.latency = .milliseconds(3)
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
+        // The first upgrade's chunks are lost until the second was refused: it cannot end before (on a
+        // loaded machine, polling for it to be in progress saw it only after it had ended).
+        let refused = ManagerTestBox(false)
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload, !refused.current { return .drop }
+                return .forward(packet.bytes)
+            }
+        }
         let first = Task { try await manager.upgrade(images: [DFUFixtures.image(size: 96 * 1024)], configuration: DFUFixtures.configuration(.uploadOnly)) }
         #expect(await waitUntil(interval: .milliseconds(1)) { manager.isInProgress })
         let error = await expectMcuMgrError {
             _ = try await manager.upgrade(images: [DFUFixtures.image()], configuration: DFUFixtures.configuration())
         }
+        refused.withValue { $0 = true }
         #expect(error?.kind == .usage)
         _ = try await first.value
     }
