@@ -152,6 +152,23 @@ struct FirmwareUpgradeManagerTests {
 
     // MARK: Resume, pause, cancel
 
+    /// Runs `action` as an image chunk beyond `offset` bytes goes out, until it returns true: before the
+    /// device answers that chunk, so the manager hears of what `action` does first (its inputs are one
+    /// stream, in order), however late a loaded machine runs the test's own tasks.
+    static func once(_ rig: ManagerRig, asAChunkBeyond offset: Int, _ action: @escaping @Sendable () -> Bool) {
+        let done = ManagerTestBox(false)
+        rig.tap.rule.withValue {
+            $0 = { packet in
+                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload,
+                    (smpBody(packet)["off"]?.int ?? 0) > offset, !done.current, action()
+                {
+                    done.withValue { $0 = true }
+                }
+                return .forward(packet.bytes)
+            }
+        }
+    }
+
     @Test func pauseStopsSendingAfterTheInFlightChunksAndResumeContinuesFromTheDevicesOffset() async throws {
         let rig = ManagerRig()
         rig.link.options.latency = .milliseconds(3)
@@ -160,17 +177,9 @@ struct FirmwareUpgradeManagerTests {
         // Paused from the link, as the first chunk beyond 20 000 bytes goes out: the upload is then sure
         // to be under way. (Paused from the progress events, a loaded machine delivered them so late that
         // the whole upload had ended first, and no pause came.)
-        let paused = ManagerTestBox(false)
-        rig.tap.rule.withValue {
-            $0 = { packet in
-                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload,
-                    (smpBody(packet)["off"]?.int ?? 0) > 20_000, !paused.withValue({ $0 })
-                {
-                    paused.withValue { $0 = true }
-                    manager.pause()
-                }
-                return .forward(packet.bytes)
-            }
+        Self.once(rig, asAChunkBeyond: 20_000) {
+            manager.pause()
+            return true
         }
         let recorder = EventRecorder(manager)
         let upgrade = Task { try await manager.upgrade(images: [image], configuration: DFUFixtures.configuration(.uploadOnly)) }
@@ -243,17 +252,9 @@ struct FirmwareUpgradeManagerTests {
         let delegate = RecordingDelegate()
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options, delegate: delegate)
         // Cancelled as the first chunk beyond 40 000 bytes goes out (see the pause test above).
-        let cancelled = ManagerTestBox(false)
-        rig.tap.rule.withValue {
-            $0 = { packet in
-                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload,
-                    (smpBody(packet)["off"]?.int ?? 0) > 40_000, !cancelled.withValue({ $0 })
-                {
-                    cancelled.withValue { $0 = true }
-                    manager.cancel()
-                }
-                return .forward(packet.bytes)
-            }
+        Self.once(rig, asAChunkBeyond: 40_000) {
+            manager.cancel()
+            return true
         }
         let recorder = EventRecorder(manager)
         let error = await expectMcuMgrError {
@@ -283,17 +284,10 @@ struct FirmwareUpgradeManagerTests {
         let manager = FirmwareUpgradeManager(client: rig.client, options: DFUFixtures.options)
         // The task is cancelled as the first chunk beyond 20 000 bytes goes out (see the pause test).
         let upgradeTask = ManagerTestBox<Task<FirmwareUpgradeResult, any Error>?>(nil)
-        let cancelled = ManagerTestBox(false)
-        rig.tap.rule.withValue {
-            $0 = { packet in
-                if packet.header.group == .image, packet.header.command == McuMgrCommand.Image.upload,
-                    (smpBody(packet)["off"]?.int ?? 0) > 20_000, let task = upgradeTask.current, !cancelled.withValue({ $0 })
-                {
-                    cancelled.withValue { $0 = true }
-                    task.cancel()
-                }
-                return .forward(packet.bytes)
-            }
+        Self.once(rig, asAChunkBeyond: 20_000) {
+            guard let task = upgradeTask.current else { return false }
+            task.cancel()
+            return true
         }
         let upgrade = Task {
             try await manager.upgrade(images: [DFUFixtures.image(size: 160 * 1024)], configuration: DFUFixtures.configuration())
