@@ -411,15 +411,20 @@ public actor McuMgrClient {
             execute(session.answerLost(now: now))
         case .closed(let error):
             guard case .open = link else { return }
-            link = .closed
-            linkGeneration += 1
-            let reason =
-                error?.message ?? "\(transport.name) closed the connection"
-            lastClosure = reason
-            execute(session.linkFailed(reason))
-            forgetLearnedDevice()
+            linkEnded(error?.message ?? "\(transport.name) closed the connection")
         }
         logNotices()
+    }
+
+    /// The transport ended the link (its closing, or a send it refused because the link is gone):
+    /// requests in flight fail with `reason`, events of that link no longer count, and a reconnection
+    /// that fails names `reason` too.
+    private func linkEnded(_ reason: String) {
+        link = .closed
+        linkGeneration += 1
+        lastClosure = reason
+        execute(session.linkFailed(reason))
+        forgetLearnedDevice()
     }
 
     private func cancel(_ id: SMPRequestID) {
@@ -491,9 +496,8 @@ public actor McuMgrClient {
                     waiting.removeValue(forKey: id)?.complete(.failure(refusal))
                     execute(session.cancel(id, now: now).filter { if case .fail = $0 { false } else { true } })
                 } catch {
-                    let reason = (error as? McuMgrError)?.message ?? "cannot send to \(transport.name): \(error)"
-                    link = .closed
-                    execute(session.linkFailed(reason))
+                    // The link is gone; its closing event may still be on its way (and is then ignored).
+                    linkEnded((error as? McuMgrError)?.message ?? "cannot send to \(transport.name): \(error)")
                     return
                 }
             case .complete(let id, let packet):

@@ -16,6 +16,7 @@ struct McuMgrClientReconnectTests {
         private let lock = NSLock()
         private var handler: (@Sendable (McuMgrTransportEvent) -> Void)?
         private var opens = 0
+        private var gone = false
 
         var openCount: Int { lock.withLock { opens } }
 
@@ -31,6 +32,9 @@ struct McuMgrClientReconnectTests {
         }
 
         func send(_ bytes: [UInt8]) throws {
+            if lock.withLock({ gone }) {
+                throw McuMgrError(.transport, "connection to \(name) closed by the server")
+            }
             let packet = try SMPPacket(decoding: bytes)
             var payload: [UInt8] = []
             CBORWriter.write(["r": "ok"], into: &payload)
@@ -47,6 +51,15 @@ struct McuMgrClientReconnectTests {
                 return self.handler
             }
             handler?(.closed(McuMgrError(.transport, "connection to \(name) closed by the server")))
+        }
+
+        /// Ends the link as `drop()` does, except that the closing event has not reached the client when
+        /// it sends next: the send finds the link gone.
+        func dropUnannounced() {
+            lock.withLock {
+                gone = true
+                handler = nil
+            }
         }
 
         func close() async {
@@ -67,6 +80,23 @@ struct McuMgrClientReconnectTests {
             error?.message
                 == "connection to tcp://127.0.0.1:9 closed by the server; connecting again failed: cannot connect to tcp://127.0.0.1:9: connection refused; is the port server running?",
             "\(error?.message ?? "")")
+        #expect(link.openCount == 2)
+    }
+
+    /// A request sent before the closing event was handled finds the link gone: it fails with the
+    /// transport's reason, and the refused reconnection names that reason as well.
+    @Test func aSendThatFindsTheLinkGoneCountsAsTheClosing() async throws {
+        let link = DroppingLink()
+        let client = McuMgrClient(transport: link)
+        #expect(try await client.send(EchoRequest(text: "ok")).text == "ok")
+        link.dropUnannounced()
+        let first = await #expect(throws: McuMgrError.self) { try await client.send(EchoRequest(text: "lost")) }
+        #expect(first?.message == "echo failed: connection to tcp://127.0.0.1:9 closed by the server", "\(first?.message ?? "")")
+        let second = await #expect(throws: McuMgrError.self) { try await client.send(EchoRequest(text: "again")) }
+        #expect(
+            second?.message
+                == "connection to tcp://127.0.0.1:9 closed by the server; connecting again failed: cannot connect to tcp://127.0.0.1:9: connection refused; is the port server running?",
+            "\(second?.message ?? "")")
         #expect(link.openCount == 2)
     }
 
