@@ -45,22 +45,26 @@ public struct BLEDeviceMemory: Sendable, Hashable {
     /// Records what was learned about `device`. Failures to write are ignored: the memory only saves time.
     public func remember(_ profile: BLEDeviceProfile, for device: String, now: Int? = nil) {
         guard let reassembles = profile.reassembles else { return }
-        var entry = cache.entry(for: device) ?? Entry()
-        entry.buf = profile.bufferSize
-        entry.reassembly = reassembles
-        entry.unanswered = profile.piecesArriveOutOfOrder ? true : nil
-        entry.seen = now ?? DeviceCacheFile<Entry>.now
-        cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
+        cache.modify(device, capacity: Self.capacity, seen: \.seen) { stored in
+            var entry = stored ?? Entry()
+            entry.buf = profile.bufferSize
+            entry.reassembly = reassembles
+            entry.unanswered = profile.piecesArriveOutOfOrder ? true : nil
+            entry.seen = now ?? DeviceCacheFile<Entry>.now
+            stored = entry
+        }
     }
 
     /// Records that BlueZ was asked to disconnect `device` at `time` (seconds since 1970), without
     /// waiting for it to happen. Failures to write are ignored.
     public func noteDisconnectRequested(_ device: String, at time: Double? = nil) {
         let time = time ?? Date().timeIntervalSince1970
-        var entry = cache.entry(for: device) ?? Entry()
-        entry.disconnect = time
-        entry.seen = max(entry.seen ?? 0, Int(time))
-        cache.store(entry, for: device, capacity: Self.capacity, seen: \.seen)
+        cache.modify(device, capacity: Self.capacity, seen: \.seen) { stored in
+            var entry = stored ?? Entry()
+            entry.disconnect = time
+            entry.seen = max(entry.seen ?? 0, Int(time))
+            stored = entry
+        }
     }
 
     /// When BlueZ was last asked to disconnect `device` (seconds since 1970), if that was recorded.

@@ -19,6 +19,10 @@ import Darwin
 /// changed (another process wrote it: a `stat` tells).
 struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     let file: URL
+    /// How long a write waits for another process's write to the same file before it goes ahead anyway
+    /// (a process stopped while holding the lock must not stop every later `smp`; the cache only saves
+    /// time, so a lost update costs at most a probe or a resume check).
+    var lockWait: Duration = .seconds(2)
 
     /// `$XDG_CACHE_HOME/smp/NAME` (else `~/.cache/smp/NAME`); nil when `SMP_NO_CACHE` is set or there is
     /// no home.
@@ -60,29 +64,47 @@ struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     /// finish at once, and without it each would keep only its own entry.
     private static var writeLock: LockedState<Void> { deviceCacheWriteLock }
 
+
     /// Stores `entry` for `device`, keeping at most `capacity` devices (those `seen` longest ago go first)
     /// and, with a `lifetime`, none seen longer than that before `entry` (they would be ignored anyway).
     func store(_ entry: Entry, for device: String, capacity: Int, lifetime: Duration? = nil, seen: (Entry) -> Int?) {
-        Self.writeLock.withLock { _ in storeLocked(entry, for: device, capacity: capacity, lifetime: lifetime, seen: seen) }
+        modify(device, capacity: capacity, lifetime: lifetime, seen: seen) { $0 = entry }
     }
 
-    private func storeLocked(_ entry: Entry, for device: String, capacity: Int, lifetime: Duration?, seen: (Entry) -> Int?) {
-        var all = entries()
-        all[device] = entry
-        if let lifetime, let newest = seen(entry) {
-            let oldest = newest - Int(lifetime.components.seconds)
-            all = all.filter { (seen($0.value) ?? 0) >= oldest }
+    /// Changes `device`'s entry (nil: none; set it to nil to remove it) as the file holds it at the time of
+    /// the write, not as it was read before: `smp` processes running side by side (a rig's boards, a
+    /// script's parallel jobs) each keep what the others wrote. Serialized within the process and, by an
+    /// advisory lock on a file beside the cache, across processes. Kept and dropped entries as for `store`.
+    func modify(
+        _ device: String, capacity: Int, lifetime: Duration? = nil, seen: (Entry) -> Int?, _ change: (inout Entry?) -> Void
+    ) {
+        Self.writeLock.withLock { _ in
+            try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let lock = CrossProcessLock(path: lockPath, wait: lockWait)
+            defer { lock.release() }
+            var all = entries()
+            var entry = all[device]
+            change(&entry)
+            all[device] = entry
+            if let lifetime, let newest = entry.flatMap(seen) {
+                let oldest = newest - Int(lifetime.components.seconds)
+                all = all.filter { (seen($0.value) ?? 0) >= oldest }
+            }
+            if all.count > capacity {
+                let oldest = all.sorted { (seen($0.value) ?? 0) < (seen($1.value) ?? 0) }
+                for (key, _) in oldest.prefix(all.count - capacity) { all[key] = nil }
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            guard let data = try? encoder.encode(all) else { return }
+            guard Self.replace(file, with: data), let identity = FileIdentity(path: file.path) else { return }
+            decodedFiles.withLock { $0[file.path] = DecodedFile(identity: identity, entries: all) }
         }
-        if all.count > capacity {
-            let oldest = all.sorted { (seen($0.value) ?? 0) < (seen($1.value) ?? 0) }
-            for (key, _) in oldest.prefix(all.count - capacity) { all[key] = nil }
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        guard let data = try? encoder.encode(all) else { return }
-        try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        guard Self.replace(file, with: data), let identity = FileIdentity(path: file.path) else { return }
-        decodedFiles.withLock { $0[file.path] = DecodedFile(identity: identity, entries: all) }
+    }
+
+    /// The lock file beside the cache (`.NAME.lock`).
+    var lockPath: String {
+        file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).lock").path
     }
 
     /// Writes `data` to a temporary file beside `file` and renames it over `file`: readers see the old
@@ -105,6 +127,39 @@ struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     }
 
     static var now: Int { Int(Date().timeIntervalSince1970) }
+}
+
+/// An exclusive flock(2) on a file, taken without blocking and retried until `wait` has passed; after
+/// that (or when the lock file cannot be opened) the holder goes on unlocked. Released by `release()`
+/// (closing the descriptor), or by the process's end.
+struct CrossProcessLock {
+    private let descriptor: Int32?
+
+    init(path: String, wait: Duration) {
+        guard let descriptor = try? SystemCall.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o644) else {
+            self.descriptor = nil
+            return
+        }
+        self.descriptor = descriptor
+        let clock = ContinuousClock()
+        let deadline = clock.now + wait
+        var pause = Duration.microseconds(200)
+        while true {
+            do {
+                if try SystemCall.unlessItWouldBlock("flock", { flock(descriptor, LOCK_EX | LOCK_NB) }) != nil { return }
+            } catch {
+                return  // A file system without locks: unlocked.
+            }
+            guard clock.now < deadline else { return }
+            var interval = timespec(tv_sec: 0, tv_nsec: Int(pause.components.attoseconds / 1_000_000_000))
+            _ = nanosleep(&interval, nil)
+            pause = min(pause * 2, .milliseconds(20))
+        }
+    }
+
+    func release() {
+        if let descriptor { SystemCall.close(descriptor) }
+    }
 }
 
 /// The lock of every `DeviceCacheFile` write in this process.

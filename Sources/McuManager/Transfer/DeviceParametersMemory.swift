@@ -71,10 +71,11 @@ public struct DeviceParametersMemory: Sendable, Hashable {
 
     /// Forgets `device`'s buffers (its answers no longer fit them); keeps its unfinished uploads.
     public func forgetParameters(of device: String) {
-        guard var entry = cache.entry(for: device) else { return }
-        entry.buf = nil
-        entry.count = nil
-        cache.store(entry, for: device, capacity: Self.capacity, lifetime: Self.lifetime, seen: \.seen)
+        guard cache.entry(for: device) != nil else { return }
+        cache.modify(device, capacity: Self.capacity, lifetime: Self.lifetime, seen: \.seen) {
+            $0?.buf = nil
+            $0?.count = nil
+        }
     }
 
     /// The hash type (`sha256` or `crc32`) `device` answered a file hash with, if remembered.
@@ -115,17 +116,26 @@ public struct DeviceParametersMemory: Sendable, Hashable {
     }
 
     private func entry(_ device: String, now: Int?) -> Entry? {
-        guard let entry = cache.entry(for: device), let seen = entry.seen,
-            Int64((now ?? DeviceCacheFile<Entry>.now) - seen) < Self.lifetime.components.seconds
+        Self.current(cache.entry(for: device), now: now)
+    }
+
+    /// `entry` unless it was seen longer than `lifetime` ago.
+    private static func current(_ entry: Entry?, now: Int?) -> Entry? {
+        guard let entry, let seen = entry.seen,
+            Int64((now ?? DeviceCacheFile<Entry>.now) - seen) < lifetime.components.seconds
         else { return nil }
         return entry
     }
 
+    /// Changes `device`'s entry as the file holds it when written (other `smp` processes may have
+    /// changed it since this one read it).
     private func update(_ device: String, now: Int?, _ change: (inout Entry) -> Void) {
-        var entry = self.entry(device, now: now) ?? Entry()
-        change(&entry)
-        entry.seen = now ?? DeviceCacheFile<Entry>.now
-        cache.store(entry, for: device, capacity: Self.capacity, lifetime: Self.lifetime, seen: \.seen)
+        cache.modify(device, capacity: Self.capacity, lifetime: Self.lifetime, seen: \.seen) { stored in
+            var entry = Self.current(stored, now: now) ?? Entry()
+            change(&entry)
+            entry.seen = now ?? DeviceCacheFile<Entry>.now
+            stored = entry
+        }
     }
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
