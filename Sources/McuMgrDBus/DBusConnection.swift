@@ -252,7 +252,7 @@ public final class DBusConnection: @unchecked Sendable {
         if message.kind == .methodCall { message.noReplyExpected = true }
         let raw = RawMessage(pointer: try DBusMarshal.makeRaw(message))
         let accepted = enqueue { [self] in
-            dbus_connection_send(self.raw, raw.pointer, nil)
+            if dbus_connection_send(self.raw, raw.pointer, nil) == 0 { self.logger.warning("libdbus could not queue a message (out of memory)") }
             dbus_message_unref(raw.pointer)
         }
         if !accepted {
@@ -453,7 +453,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     private func runLoop() {
         var fd: Int32 = -1
-        dbus_connection_get_unix_fd(raw, &fd)
+        _ = dbus_connection_get_unix_fd(raw, &fd)  // A socket connection always has one.
         var reason = DBusError(name: DBusError.disconnected, message: "the connection was closed")
         loop: while true {
             lock.lock()
@@ -531,7 +531,7 @@ public final class DBusConnection: @unchecked Sendable {
     private func sendNow(_ message: DBusMessage, replyTo call: OpaquePointer? = nil) {
         do {
             let raw = try DBusMarshal.makeRaw(message, replyTo: call)
-            dbus_connection_send(self.raw, raw, nil)
+            if dbus_connection_send(self.raw, raw, nil) == 0 { logger.warning("libdbus could not queue \(message) (out of memory)") }
             dbus_message_unref(raw)
         } catch {
             logger.warning("cannot send \(message): \(error)")

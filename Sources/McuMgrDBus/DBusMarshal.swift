@@ -171,7 +171,7 @@ enum DBusMarshal {
         }
         guard let raw else { throw DBusError(name: "org.freedesktop.DBus.Error.NoMemory", message: "libdbus could not allocate a message") }
         if message.kind == .signal, let destination = message.destination {
-            dbus_message_set_destination(raw, destination)
+            _ = dbus_message_set_destination(raw, destination)
         }
         if message.noReplyExpected { dbus_message_set_no_reply(raw, 1) }
         if message.kind != .error {
@@ -292,7 +292,7 @@ enum DBusMarshal {
         var values: [DBusValue] = []
         while dbus_message_iter_get_arg_type(&iter) != CDBUS_TYPE_INVALID {
             if let value = read(&iter) { values.append(value) }
-            dbus_message_iter_next(&iter)
+            _ = dbus_message_iter_next(&iter)
         }
         return values
     }
@@ -364,7 +364,7 @@ enum DBusMarshal {
                     dbus_message_iter_recurse(&sub, &pair)
                     let items = readAll(&pair)
                     if items.count == 2 { entries.append(DBusDictionaryEntry(items[0], items[1])) }
-                    dbus_message_iter_next(&sub)
+                    _ = dbus_message_iter_next(&sub)
                 }
                 return .dictionary(key: key, value: value, entries)
             }

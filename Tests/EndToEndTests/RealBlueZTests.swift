@@ -42,6 +42,7 @@ struct RealBlueZTests {
         }
     }
 
+    @discardableResult
     func withDevice<R>(_ extra: [String] = [], _ body: (Session) async throws -> R) async throws -> R {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

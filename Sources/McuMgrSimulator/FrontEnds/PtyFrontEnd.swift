@@ -293,6 +293,7 @@ final class SimulatorLinkHandler: ChannelInboundHandler, @unchecked Sendable {
             process(bytes, context: context)
         } else {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let bytes = bytes
             context.eventLoop.scheduleTask(deadline: arrival) {
                 let (handler, context) = loopBound.value
                 handler.process(bytes, context: context)

@@ -237,6 +237,7 @@ final class UDPSimulatorHandler: ChannelInboundHandler, @unchecked Sendable {
             context.flush()
         } else {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let envelopes = envelopes
             context.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay.nanosecondsClamped))) {
                 let (handler, context) = loopBound.value
                 for out in envelopes { context.write(handler.wrapOutboundOut(out), promise: nil) }
