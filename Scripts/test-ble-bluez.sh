@@ -74,8 +74,19 @@ if [[ "${1:-}" == "--in-guest" ]]; then
         # every advertising device known and commands connect without a scan of their own: on this rig
         # a scan of a few seconds misses an advertising device now and then (open, issue 23).
         # scanShowsTheDevice... still checks smp's own scans.
+        # It starts again within 10 s when it ended (a test powered the adapter off and on: RealBlueZ.powerCycle).
         # (Its stderr is dropped: stopping it would print "Terminated".)
-        ( { echo "select $SMP_BLE_CLIENT_ADDRESS"; echo "scan le"; sleep 7200; } | bluetoothctl >/dev/null 2>&1 ) 2>/dev/null &
+        (
+            {
+                echo "select $SMP_BLE_CLIENT_ADDRESS"
+                echo "scan le"
+                while sleep 10; do
+                    dbus-send --system --print-reply=literal --dest=org.bluez "/org/bluez/$SMP_BLE_CLIENT_ADAPTER" \
+                        org.freedesktop.DBus.Properties.Get string:org.bluez.Adapter1 string:Discovering 2>/dev/null |
+                        grep -q false && echo "scan le"
+                done
+            } | bluetoothctl >/dev/null 2>&1
+        ) 2>/dev/null &
         scanner=$!
         # The test bundle itself: SwiftPM's own start-up takes minutes in an emulated guest.
         SMP_BLE_ATT_MTU="${device_mtu:-$mtu}" SMP_BLE_DEVICE_MTU="$device_mtu" SMP_BLE_SUITE="$suite" "$bundle" --testing-library swift-testing "${filter[@]}" "$@"

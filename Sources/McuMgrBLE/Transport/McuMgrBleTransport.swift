@@ -632,6 +632,12 @@ struct BleConnector {
         }
         message +=
             ". Check that the device is powered and advertising (not connected to another central), move it closer, or scan longer with ?timeout=30; `smp ble scan` lists devices that advertise SMP"
+        if seen.isEmpty {
+            // Linux 6.1 can leave a controller's scan off while it reports discovery running (an HCI
+            // command that timed out while it restarted the scan, seen during pairing on a busy machine):
+            // a power cycle of the adapter starts it afresh.
+            message += ". Where other devices advertise nearby, \(adapter.label)'s scan may be stuck: power it off and on (bluetoothctl power off; bluetoothctl power on)"
+        }
         throw McuMgrError(.transport, message)
     }
 
