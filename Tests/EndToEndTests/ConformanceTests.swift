@@ -83,7 +83,7 @@ struct ConformanceTests {
         let result = try await ProcessRunner.run(
             TestEnvironment.venvTool("python"),
             [script, "--sim", TestEnvironment.smpSim.path, "--build", build, "--firmware", SharedFirmware.directory.path],
-            timeout: 180)
+            timeout: 480)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains(" 0 differences"), "\(result)")
     }
