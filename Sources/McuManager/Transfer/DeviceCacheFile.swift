@@ -64,7 +64,6 @@ struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     /// finish at once, and without it each would keep only its own entry.
     private static var writeLock: LockedState<Void> { deviceCacheWriteLock }
 
-
     /// Stores `entry` for `device`, keeping at most `capacity` devices (those `seen` longest ago go first)
     /// and, with a `lifetime`, none seen longer than that before `entry` (they would be ignored anyway).
     func store(_ entry: Entry, for device: String, capacity: Int, lifetime: Duration? = nil, seen: (Entry) -> Int?) {
