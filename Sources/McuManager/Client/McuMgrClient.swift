@@ -243,12 +243,15 @@ public actor McuMgrClient {
     /// resend of the request (`.resent`: the link lost it or its answer; transfers shrink their window)
     /// and then, exactly once, its outcome (`.answered`: the raw response packet, any status, or the
     /// error). Requests submitted one after the other (each `submit` awaited) go out in that order;
-    /// pipelined uploads use this.
+    /// pipelined uploads use this. `overdueAfter`: `events` hears `.overdue` when the request has had no
+    /// answer for that long (it is still awaited). `beyondWindow` sends the request at once even when the
+    /// window is full (the link probe's echo behind a frame whose answer is late).
     /// - Returns: a handle to cancel the request with ``cancel(_:)``.
     /// - Throws: `McuMgrError` when the link cannot be opened (`events` then hears nothing).
     public func submit(
         operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand, payload: [UInt8],
         timeout: Duration? = nil, retransmittable: Bool = true, resendFloor: Duration? = nil, name: String? = nil,
+        overdueAfter: Duration? = nil, beyondWindow: Bool = false,
         events: @escaping @Sendable (McuMgrRequestEvent) -> Void
     ) async throws -> McuMgrRequestHandle {
         try await ensureOpen()
@@ -260,7 +263,7 @@ public actor McuMgrClient {
             session.submit(
                 id, operation: operation, group: group, command: command, payload: payload,
                 timeout: timeout ?? configuration.timeout, retransmittable: retransmittable,
-                resendFloor: resendFloor, now: now))
+                resendFloor: resendFloor, overdueAfter: overdueAfter, beyondWindow: beyondWindow, now: now))
         return McuMgrRequestHandle(id: id)
     }
 
@@ -435,6 +438,7 @@ public actor McuMgrClient {
         timerDeadline = nil
         timer = nil
         execute(session.tick(now: now))
+        logNotices()
     }
 
     private func logNotices() {
@@ -444,6 +448,9 @@ public actor McuMgrClient {
                 if case .callback(let events)? = waiting[id] { events(.resent(attempt: attempt)) }
                 logger.debug(
                     "resend seq \(sequence) (#\(attempt)) after \(after.milliseconds) ms without an answer; \(session.roundTrips)")
+            case .overdue(let id, let sequence, let after):
+                if case .callback(let events)? = waiting[id] { events(.overdue) }
+                logger.debug("no answer to seq \(sequence) after \(after.milliseconds) ms; still waiting")
             case .unmatchedResponse(let header):
                 logger.debug("ignored answer seq \(header.sequence): no request in flight with it (late, duplicate or foreign)")
             case .mismatchedResponse(let header):

@@ -10,7 +10,9 @@ import McuMgrCore
 /// tries a whole SMP buffer in lines of that length at once (MCUboot and bigger builds take it), else
 /// longer lines (511, 1023, ... bytes) and a frame of more of them, each within the device's SMP buffer,
 /// and keeps what was answered. Any answer counts, an error too: it proves the frame arrived. A frame
-/// that gets no answer within a few round trips was dropped. At most four probes go unanswered. A device
+/// still unanswered after a few round trips is followed by a short echo that every device takes: its
+/// answer coming first proves the frame was dropped, the frame's own coming first that it was taken,
+/// however slow the machine or the device (`echoes`). At most four probes go unanswered. A device
 /// that takes a whole SMP buffer at once is also sent as many whole frames at once as its buffers take in
 /// flight (`buf_count - 1`): when it answers them all, its line buffers hold them, and transfers keep that
 /// many frames in flight (`LinkLimits.window(forPacket:)`; Zephyr's native_sim serial-fs build, 32 line
@@ -193,7 +195,7 @@ public enum LinkProbe {
                 guard let trip = await roundTrip(packetSize: burst, client: client, timeout: oneBurstTimeout) else { break }
                 if !pacedTrips.isEmpty { oneBurstTrips.append(trip) }
                 transport.learnConsoleLines(paced, final: false)
-                let pacedTrip = await roundTrip(packetSize: packet, client: client, timeout: timeout)
+                let pacedTrip = await echoes(packetSize: packet, client: client, wait: timeout).first ?? nil
                 transport.learnConsoleLines(start, final: false)
                 guard let pacedTrip else { break }
                 pacedTrips.append(pacedTrip)
@@ -258,12 +260,12 @@ public enum LinkProbe {
             if let lines = link.consoleLines, let gap = link.lineGap {
                 pacing = gap * ((lines.lines(forPacket: size) + lines.count - 1) / lines.count)
             }
-            let timeout = max(rtt * 4, .milliseconds(300)) + pacing
-            if await roundTrip(packetSize: size, client: client, timeout: timeout) != nil {
+            let wait = max(rtt * 4, .milliseconds(300)) + pacing
+            if await echoes(packetSize: size, client: client, wait: wait, follower: min(floor, 64)).first ?? nil != nil {
                 logger.debug("link probe: the device answers \(size)-byte packets (it reports no SMP parameters)")
                 return size
             }
-            logger.debug("link probe: no answer to a \(size)-byte packet within \(timeout.milliseconds) ms")
+            logger.debug("link probe: no answer to a \(size)-byte packet within \(wait.milliseconds) ms, nor before the echo sent behind it")
         }
         return floor
     }
@@ -275,16 +277,16 @@ public enum LinkProbe {
     ) async -> Bool {
         let previous = transport.currentConsoleLines
         transport.learnConsoleLines(candidate, final: false)
-        let timeout = max(predicted * 2, predicted + .milliseconds(40))
-        do {
-            _ = try await echo(packetSize: packetSize, client: client, timeout: timeout)
-            logger.debug("link probe: \(packetSize)-byte frame in \(candidate.lines(forPacket: packetSize)) lines of \(candidate.length) B answered")
+        let wait = max(predicted * 2, predicted + .milliseconds(40))
+        let count = candidate.lines(forPacket: packetSize)
+        let shape = "\(packetSize)-byte frame in \(count) line\(count == 1 ? "" : "s") of \(candidate.length) B"
+        if let trip = await echoes(packetSize: packetSize, client: client, wait: wait).first ?? nil {
+            logger.debug("link probe: \(shape) answered in \(trip.milliseconds) ms")
             return true
-        } catch {
-            logger.debug("link probe: \(packetSize)-byte frame in \(candidate.lines(forPacket: packetSize)) lines of \(candidate.length) B unanswered within \(timeout.milliseconds) ms")
-            transport.learnConsoleLines(previous, final: false)
-            return false
         }
+        logger.debug("link probe: \(shape) dropped (no answer within \(wait.milliseconds) ms, nor before the echo sent behind it)")
+        transport.learnConsoleLines(previous, final: false)
+        return false
     }
 
     /// Sends `frames` echo frames of `packetSize` bytes at once under `candidate` limits (the session's
@@ -299,23 +301,96 @@ public enum LinkProbe {
         transport.learnConsoleLines(candidate, final: false)
         await client.refineLinkLimits(
             deviceBufferSize: deviceBufferSize, deviceBufferCount: deviceBufferCount, requestedWindow: frames)
-        let timeout = max(predicted * 2, predicted + .milliseconds(40))
+        let wait = max(predicted * 2, predicted + .milliseconds(40))
         // In one write: the frames must reach the device together, as a burst of their lines.
-        transport.holdWrites(count: frames)
-        let answered = await withTaskGroup(of: Bool.self) { group in
-            for _ in 0..<frames {
-                group.addTask { (try? await echo(packetSize: packetSize, client: client, timeout: timeout)) != nil }
-            }
-            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
-        }
-        transport.releaseWrites()
+        let answered = await echoes(frames, packetSize: packetSize, client: client, wait: wait, together: transport)
+            .filter { $0 != nil }.count
         let all = answered == frames
         let perFrame = LinkLimits.ConsoleLines(length: candidate.length, count: 1).lines(forPacket: packetSize)
         let shape = "\(frames) \(packetSize)-byte frames of \(perFrame) line\(perFrame == 1 ? "" : "s") of \(candidate.length) B at once"
-        logger.debug("link probe: \(shape) \(all ? "answered" : "\(answered) answered within \(timeout.milliseconds) ms")")
+        logger.debug("link probe: \(shape) \(all ? "answered" : "\(answered) answered (within \(wait.milliseconds) ms or before the echo sent behind them)")")
         if !all { transport.learnConsoleLines(previous, final: false) }
         await client.refineLinkLimits(requestedWindow: requested)
         return answered
+    }
+
+    /// Sends `count` echo frames of `packetSize` bytes at once (in one write when `together` holds writes)
+    /// and returns each one's round trip on the client's clock, nil for each the device dropped.
+    ///
+    /// The verdict does not depend on the machine's speed. An answer within `wait` counts at once. After
+    /// `wait`, an echo of `follower` bytes, which every device takes, goes right behind the frames still
+    /// unanswered: a device answers in order, so an answer that comes before the follower's proves its
+    /// frame was taken, however late (a loaded machine, a device busy with its flash), and the follower's
+    /// answer without it proves the frame was dropped. A dropped frame costs one short round trip more
+    /// than `wait`. Without an answer to the follower either (within the client's timeout), the frames
+    /// count as dropped.
+    static func echoes(
+        _ count: Int = 1, packetSize: Int, client: McuMgrClient, wait: Duration, follower: Int = 64,
+        together transport: (any McuMgrConsoleLineTransport)? = nil
+    ) async -> [Duration?] {
+        enum Event: Sendable {
+            case answer(Int, Duration?)
+            case waited
+            case followerAnswered
+        }
+        let clock = client.clock
+        let followerTimeout = client.configuration.timeout
+        let (events, sink) = AsyncStream.makeStream(of: Event.self)
+        let payload = echoPayload(packetSize: packetSize)
+        let began = clock.now
+        var handles: [McuMgrRequestHandle] = []
+        if count > 1 { transport?.holdWrites(count: count) }
+        for index in 0..<count {
+            // The frame's own timeout only ends a wait that the follower would have ended first.
+            // (On the client's timer, as timeouts: in virtual time, a test moves straight to it.)
+            let handle = try? await client.submit(
+                operation: EchoRequest.operation, group: EchoRequest.group, command: EchoRequest.command,
+                payload: payload, timeout: wait + followerTimeout * 2, retransmittable: false, name: "link probe (echo)",
+                overdueAfter: wait
+            ) { event in
+                switch event {
+                case .answered(let result):
+                    sink.yield(.answer(index, (try? result.get()) == nil ? nil : began.duration(to: clock.now)))
+                case .overdue: sink.yield(.waited)
+                case .resent: break
+                }
+            }
+            guard let handle else { break }
+            handles.append(handle)
+        }
+        if count > 1 { transport?.releaseWrites() }
+        guard handles.count == count else {
+            for handle in handles { await client.cancel(handle) }
+            return Array(repeating: nil, count: count)
+        }
+        var trips = [Duration?](repeating: nil, count: count)
+        var unanswered = count
+        var follows: McuMgrRequestHandle?
+        loop: for await event in events {
+            switch event {
+            case .answer(let index, let trip):
+                trips[index] = trip
+                unanswered -= 1
+                // Once the follower is out, its answer (right behind) ends the wait, and is not left to
+                // arrive unmatched.
+                if unanswered == 0, follows == nil { break loop }
+            case .waited:
+                guard unanswered > 0, follows == nil else { break }
+                follows = try? await client.submit(
+                    operation: EchoRequest.operation, group: EchoRequest.group, command: EchoRequest.command,
+                    payload: echoPayload(packetSize: follower), timeout: followerTimeout, retransmittable: false,
+                    name: "link probe (echo behind a late frame)", beyondWindow: true
+                ) { event in
+                    if case .answered = event { sink.yield(.followerAnswered) }
+                }
+                if follows == nil { break loop }
+            case .followerAnswered:
+                break loop
+            }
+        }
+        sink.finish()
+        for handle in handles { await client.cancel(handle) }
+        return trips
     }
 
     /// The middle one of `trips` (the later of the two middle ones of an even count); zero for none.

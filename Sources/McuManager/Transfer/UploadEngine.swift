@@ -222,6 +222,8 @@ struct UploadEngine: Sendable {
                 guard let (chunk, submission, event) = await pendingEvents.next() else { throw CancellationError() }
                 let answer: SMPUploadMachine.Answer
                 switch event {
+                case .overdue:
+                    continue  // never asked for here
                 case .resent:
                     // The link lost something (also when this submission was replaced since: the resend
                     // went out before that).

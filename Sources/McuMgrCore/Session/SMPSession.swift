@@ -94,6 +94,8 @@ public struct SMPSession: Sendable {
         case versionChanged(SMPVersion)
         /// Request `id` was sent again (`attempt` counts resends) after `after` without an answer.
         case retransmitted(SMPRequestID, sequence: UInt8, attempt: Int, after: Duration)
+        /// Request `id` has had no answer for the `overdueAfter` it was submitted with; it stays in flight.
+        case overdue(SMPRequestID, sequence: UInt8, after: Duration)
     }
 
     private struct Request: Sendable {
@@ -105,11 +107,13 @@ public struct SMPSession: Sendable {
         var timeout: Duration
         var retransmittable: Bool
         var resendFloor: Duration?
+        var overdueAfter: Duration?
         var version: SMPVersion
         var sequence: UInt8 = 0
         var sentAt: SMPInstant = .zero
         var deadline: SMPInstant = .zero
         var retransmitAt: SMPInstant?
+        var overdueAt: SMPInstant?
         var retransmits = 0
         var versionRetried = false
 
@@ -171,7 +175,7 @@ public struct SMPSession: Sendable {
     public var nextDeadline: SMPInstant? {
         var earliest: SMPInstant?
         for r in inFlight.values {
-            let t = min(r.deadline, r.retransmitAt ?? r.deadline)
+            let t = min(r.deadline, r.retransmitAt ?? r.deadline, r.overdueAt ?? r.deadline)
             if earliest == nil || t < earliest! { earliest = t }
         }
         return earliest
@@ -180,17 +184,26 @@ public struct SMPSession: Sendable {
     /// Submits a request. It is sent at once when the window has room, else queued.
     /// `timeout` counts from when it goes on the link. A request that must never reach the device twice
     /// passes `retransmittable: false`; one the device may legitimately work on for long (the chunk that
-    /// erases a slot) passes a `resendFloor`: no resend sooner than that.
+    /// erases a slot) passes a `resendFloor`: no resend sooner than that. `overdueAfter`: a notice
+    /// (`Notice.overdue`) when the request has had no answer for that long, and it stays in flight.
+    /// `beyondWindow` sends it at once even when the window is full (an echo that must go right behind a
+    /// request whose answer is late).
     public mutating func submit(
         _ id: SMPRequestID, operation: SMPOperation, group: McuMgrGroup, command: McuMgrCommand,
         payload: [UInt8], timeout: Duration, retransmittable: Bool = true, resendFloor: Duration? = nil,
-        now: SMPInstant
+        overdueAfter: Duration? = nil, beyondWindow: Bool = false, now: SMPInstant
     ) -> [Action] {
-        let request = Request(
+        var request = Request(
             id: id, operation: operation, group: group, command: command, payload: payload,
-            timeout: timeout, retransmittable: retransmittable, resendFloor: resendFloor, version: version)
-        queue.append(request)
-        return drainQueue(now: now)
+            timeout: timeout, retransmittable: retransmittable, resendFloor: resendFloor, overdueAfter: overdueAfter,
+            version: version)
+        guard beyondWindow, inFlight.count < 255 else {
+            queue.append(request)
+            return drainQueue(now: now)
+        }
+        var actions: [Action] = []
+        send(&request, now: now, into: &actions)
+        return actions
     }
 
     /// Cancels a request, queued or in flight.
@@ -292,6 +305,11 @@ public struct SMPSession: Sendable {
                 actions.append(.fail(request.id, .timeout(after: request.timeout, retransmits: request.retransmits)))
                 continue
             }
+            if let at = request.overdueAt, now >= at {
+                request.overdueAt = nil
+                notices.append(.overdue(request.id, sequence: sequence, after: now - request.sentAt))
+                inFlight[sequence] = request
+            }
             if let at = request.retransmitAt, now >= at {
                 request.retransmits += 1
                 notices.append(.retransmitted(request.id, sequence: sequence, attempt: request.retransmits, after: now - request.sentAt))
@@ -334,6 +352,7 @@ public struct SMPSession: Sendable {
         request.sentAt = now
         request.deadline = now + request.timeout
         request.retransmitAt = nextRetransmit(for: request, now: now)
+        request.overdueAt = request.overdueAfter.map { now + $0 }
         inFlight[request.sequence] = request
         actions.append(.send(request.id, request.packet))
     }

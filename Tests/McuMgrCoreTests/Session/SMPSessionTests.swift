@@ -46,6 +46,39 @@ import Testing
         #expect(s.nextDeadline == nil)
     }
 
+    /// The link probe's order-based verdict: a frame overdue stays in flight (its late answer still
+    /// completes it), and the echo sent behind it goes out though the window is full.
+    @Test func anOverdueRequestStaysInFlightAndAnEchoBeyondTheWindowGoesOutAtOnce() throws {
+        var s = SMPSession(configuration: .init(window: 1))
+        let probe = s.submit(
+            SMPRequestID(1), operation: .write, group: .os, command: McuMgrCommand(0),
+            payload: CBOR.textMap(["d": "probe"]).encoded, timeout: .seconds(10), retransmittable: false,
+            overdueAfter: .milliseconds(60), now: Self.t(0))
+        let probeBytes = try #require(Self.sent(probe).first?.1)
+        #expect(s.nextDeadline == Self.t(60))
+        #expect(s.tick(now: Self.t(59)).isEmpty && s.takeNotices().isEmpty)
+        #expect(s.tick(now: Self.t(60)).isEmpty, "overdue: nothing is sent again, nothing fails")
+        let notices = s.takeNotices()
+        #expect(notices == [.overdue(SMPRequestID(1), sequence: 0, after: .milliseconds(60))], "\(notices)")
+        #expect(s.nextDeadline == SMPInstant(nanoseconds: 10_000_000_000), "the notice comes once; the timeout stays")
+        // A request within the window waits; one beyond it goes at once.
+        #expect(submit(&s, 2).isEmpty)
+        let follower = s.submit(
+            SMPRequestID(3), operation: .write, group: .os, command: McuMgrCommand(0),
+            payload: CBOR.textMap(["d": "x"]).encoded, timeout: .seconds(1), retransmittable: false,
+            beyondWindow: true, now: Self.t(61))
+        let followerBytes = try #require(Self.sent(follower).first?.1)
+        #expect(try SMPHeader(decoding: followerBytes).sequence == 1)
+        #expect(s.inFlightCount == 2 && s.queuedCount == 1)
+        // The late answer completes the probe; the queued request waits for the follower's answer too.
+        let late = s.receive(Self.response(to: probeBytes), now: Self.t(140))
+        #expect(late.first == .complete(SMPRequestID(1), try SMPPacket(decoding: Self.response(to: probeBytes))))
+        #expect(Self.sent(late).isEmpty, "the follower holds the window of 1")
+        let done = s.receive(Self.response(to: followerBytes), now: Self.t(141))
+        #expect(done.first == .complete(SMPRequestID(3), try SMPPacket(decoding: Self.response(to: followerBytes))))
+        #expect(Self.sent(done).map(\.0) == [SMPRequestID(2)])
+    }
+
     @Test func windowLimitsRequestsInFlightAndQueueDrainsInOrder() throws {
         var s = SMPSession(configuration: .init(window: 2))
         let a1 = submit(&s, 1)
