@@ -278,20 +278,54 @@ def parse(data):
     return {"op": b0 & 7, "ver": (b0 >> 3) & 3, "group": group, "seq": seq, "cmd": cmd, "body": body}
 
 
-def exchange(sock, address, c, seq, timeout=0.5):
-    """The answers with this sequence number (late answers to earlier cases are skipped)."""
+# Sequence numbers of the echoes sent behind unanswered cases (the cases use 1-199, the bursts 200-219).
+FOLLOWER_SEQS = range(224, 250)
+# How long a case waits at most for the echo behind it: a hang catcher (it returns at the first answer).
+FOLLOWER_BOUND = 60.0
+_followers = iter(())
+
+
+def next_follower():
+    global _followers
+    for seq in _followers:
+        return seq
+    _followers = iter(FOLLOWER_SEQS)
+    return next(_followers)
+
+
+def exchange(sock, address, c, seq, timeout=0.5, follow=True):
+    """The answers with this sequence number (late answers to earlier cases are skipped). An answer within
+    `timeout` s returns at once. Whether a case has no answer is not decided by a timeout: after it, an
+    echo goes behind the case (again every 2 s: native_sim_udp drops a datagram while a request holds its
+    buffers), and a device answers in order, so the case's answer counts however late, and the echo's
+    answer without it means the device does not answer the case. Without `follow`, no answer within
+    `timeout` is none (a device that is starting)."""
     sock.sendto(packet(c, seq), address)
-    answers = []
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        sock.settimeout(max(0.001, deadline - time.time()))
+    answers, followers, echoed = [], [], False
+    started = time.time()
+    resend_at = started + timeout
+    while not answers and not echoed and time.time() - started < (FOLLOWER_BOUND if follow else timeout):
+        if follow and time.time() >= resend_at:
+            followers.append(next_follower())
+            sock.sendto(packet(case("behind", W, 0, 0, {"d": "behind"}), followers[-1]), address)
+            resend_at = time.time() + 2.0
+        sock.settimeout(max(0.001, min(0.05, resend_at - time.time())))
         try:
             data, _ = sock.recvfrom(65536)
         except socket.timeout:
-            break
+            continue
         answer = parse(data)
         if answer.get("seq") == seq:
             answers.append(answer)
+        echoed = answer.get("seq") in followers
+    # An echo on its way holds the device's buffers: its answer comes before the next case goes.
+    drain = time.time() + (2.0 if followers and not echoed else 0)
+    while time.time() < drain:
+        sock.settimeout(max(0.001, drain - time.time()))
+        try:
+            if parse(sock.recvfrom(65536)[0]).get("seq") in followers:
+                break
+        except socket.timeout:
             break
     return answers
 
@@ -364,7 +398,7 @@ def wait_port_free(port, limit):
 def wait_echo(sock, address, limit):
     deadline = time.time() + limit
     while time.time() < deadline:
-        if exchange(sock, address, case("ready", W, 0, 0, {"d": "ready"}), 0, timeout=0.3):
+        if exchange(sock, address, case("ready", W, 0, 0, {"d": "ready"}), 0, timeout=0.3, follow=False):
             return True
     return False
 

@@ -17,9 +17,11 @@ good and bad arguments, upload first chunks, bad offsets, too large and wrong-sl
 test/confirm with bad hashes, unknown groups and commands, v1, v2 and bad version headers.
 
 A loaded machine delays QEMU's answers (it runs under TCG) but does not change them: when one device
-answered a case and the other not within the case's wait, the other gets 10 s more, then the request
-once more (it may have been dropped while the device ran late); the line-buffer probes run as
-conformance_serial.py's `probe_both` runs them.
+answered a case and the other not within the case's wait, the other gets 30 s more, then the request
+once more (it may have been dropped while the device ran late); a device that swaps images is asked
+until it answers, for up to 180 s; the line-buffer probes run as conformance_serial.py's `probe_both`
+runs them (a frame's verdict by the echo sent behind it). These bounds catch a hung device: each wait
+ends at the answer.
 
 usage: conformance_qemu.py --sim PATH/smp-sim --build mps2_recovery|mps2_app|qemu_cortex_m0 [--firmware DIR]
        [--dump] (print the real build's answers only)
@@ -266,7 +268,7 @@ def cases(build, app, slot_size, directory):
             case("image state test the uploaded image", W, 1, 0, {"hash": new, "confirm": False}, loose={"hash"}),
             case("image state test it again", W, 1, 0, {"hash": new}, loose={"hash"}),
             case("os reset (swap)", W, 0, 5),
-            case("image list after the swap", R, 1, 0, loose={"hash"}, pause=0.5, retry=20),
+            case("image list after the swap", R, 1, 0, loose={"hash"}, pause=0.5, retry=180),
             case("image state confirm the running image", W, 1, 0, {"confirm": True}, loose={"hash"}),
             case("image list after confirm", R, 1, 0, loose={"hash"}),
             # No reset after this one: QEMU's loader device writes the merged .hex into flash again at every
@@ -464,9 +466,9 @@ def run(build, firmware, sim_path, dump):
                     # ran late, its line buffers still taken); silent for good if a second copy gets nothing.
                     for name, link in links.items():
                         if not got[name]:
-                            got[name] = link.answer_to(seq, 10.0)
+                            got[name] = link.answer_to(seq, 30.0)
                         if not got[name] and not callable(step["body"]):
-                            got[name] = exchange(link, dict(step, pause=0, retry=0, wait=10.0), seq)
+                            got[name] = exchange(link, dict(step, pause=0, retry=0, wait=30.0), seq)
                 for name, answers in got.items():
                     if answers and isinstance(answers[0]["body"], dict) and "images" in answers[0]["body"]:
                         latest[name] = answers[0]["body"]

@@ -11,9 +11,11 @@ buf_size - 4 and one of buf_size - 3 bytes, lines 30 ms apart: three ticks). Eac
 real device's host scheduling makes them vary from run to run.
 
 On a loaded machine a device answers late, or (its process descheduled) reads lines sent 30 ms apart at
-once: so a late answer counts as an answer (waited for when the devices disagree), and a probe on which
-they still disagree is run again with fresh sequence numbers, up to three times. A real difference shows
-in every run; the outcome of one slow run does not decide (`probe_both`).
+once. Whether a probe's frame was taken is not decided by a timeout: a frame still unanswered after the
+probe's wait is followed by a one-line echo, and a device answers in order, so the frame's answer before
+the echo's means taken, the echo's alone dropped (`probe`). A probe on which the devices still disagree
+is run again with fresh sequence numbers, up to three times: a real difference shows in every run, the
+outcome of one slow run (lines read at once that were sent apart) does not decide (`probe_both`).
 
 usage: conformance_serial.py --sim PATH/smp-sim --build native_sim_serial|native_sim_serial_fs [--firmware DIR]
 exit: 0 conforms, 1 differences, 2 could not run, 77 firmware absent.
@@ -179,9 +181,18 @@ def probes(build, line=None, buf=None):
     return out
 
 
-def probe(link, make, seqs, wait=0.2):
-    """Sends one probe's frames; for each, whether it was answered within `wait` seconds (returns as soon
-    as every frame is)."""
+# How long a probe waits at most for the echo sent behind its frames: a hang catcher (it returns as soon
+# as the echo is answered); a device starved for that long has stopped.
+FOLLOWER_BOUND = 120.0
+
+
+def probe(link, make, seqs, wait=0.2, follower=None):
+    """Sends one probe's frames; for each, whether the device took it (answered it). Returns as soon as
+    every frame is answered. A frame still unanswered after `wait` s is settled by a one-line echo sent
+    behind the frames (sequence numbers from `follower()`; without it, by the wait alone): a device
+    answers in order, so a frame answered before the echo was taken, however late, and one unanswered
+    when the echo is answered was dropped. An echo sent while the device's line buffers are still held
+    is itself dropped: another goes every 2 s until one is answered (at most `FOLLOWER_BOUND` s)."""
     # Each send: (sequence number, lines, gap between bursts[, lines per burst, 1 if not given]).
     sends = make(seqs)
     if all(send[2] == 0 for send in sends):
@@ -194,19 +205,35 @@ def probe(link, make, seqs, wait=0.2):
     deadline = time.time() + wait
     while time.time() < deadline and not expected <= answered:
         answered |= {a["seq"] for a in link.answers(min(0.01, max(0, deadline - time.time())))}
+    if follower is not None and not expected <= answered:
+        sent, echoed, resend_at = [], False, 0.0
+        bound = time.time() + FOLLOWER_BOUND
+        while time.time() < bound and not echoed and not expected <= answered:
+            if time.time() >= resend_at:
+                sent.append(follower())
+                link.write(lines_of(echo(1, sent[-1]), 127))
+                resend_at = time.time() + 2.0
+            for a in link.answers(0.01):
+                answered.add(a["seq"])
+                echoed = echoed or a["seq"] in sent
+        # The echoes still on their way are answered before the next probe takes the line buffers.
+        drain = time.time() + 0.5
+        while time.time() < drain:
+            answered |= {a["seq"] for a in link.answers(0.01)}
     time.sleep(0.05)
     return [send[0] in answered for send in sends]
 
 
 def probe_both(links, make, next_seqs, wait=0.2, late=3.0, attempts=3):
-    """A probe on every link: {name: [answered, ...]}. When the outcomes differ, answers that arrive up to
-    `late` seconds later count too, and a probe whose outcomes still differ is run again with the sequence
+    """A probe on every link: {name: [answered, ...]}, each frame settled by the echo behind it (`probe`,
+    with sequence numbers from `next_seqs()`). When the outcomes differ, answers that arrive up to `late`
+    seconds later count too, and a probe whose outcomes still differ is run again with the sequence
     numbers `next_seqs()` gives, up to `attempts` runs in all: the outcome is the first on which the links
     agree, else the last. Whether a frame is answered does not depend on time on an idle machine, so a
     device that differs differs in every run."""
     for _ in range(attempts):
         seqs = next_seqs()
-        outcome = {name: probe(link, make, seqs, wait) for name, link in links.items()}
+        outcome = {name: probe(link, make, seqs, wait, follower=lambda: next_seqs()[0]) for name, link in links.items()}
         if len({tuple(o) for o in outcome.values()}) == 1:
             return outcome
         for name, link in links.items():

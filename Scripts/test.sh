@@ -40,7 +40,7 @@ fi
 step "swift test"
 log="$(mktemp -t smp-test.XXXXXX)"
 # A hung test holds the run until CI gives up: each `swift test` gets a deadline (the whole suite takes
-# about 3 minutes, a real-firmware suite at most 3), and a run that passes it is stopped and fails with
+# about 3 minutes, a real-firmware suite at most 8 under load), and a run that passes it is stopped and fails with
 # the tests that had started and not finished. (Not timeout(1): it puts the command in a process group
 # of its own, which Ctrl-C and flake-check's stop would miss.)
 watchdog() {
@@ -99,7 +99,7 @@ else
     # One suite at a time (each runs its devices one after another): two QEMU guests and a native_sim
     # device at once on 2 cores left a guest unanswered for 15 s.
     for suite in ${real//|/ }; do
-        watchdog 10 swift test --skip-build --filter "$suite" 2>&1 | tee -a "$log"
+        watchdog 20 swift test --skip-build --filter "$suite" 2>&1 | tee -a "$log"
         real_status=${PIPESTATUS[0]}
         ((test_status == 0)) && test_status=$real_status
     done
