@@ -17,11 +17,11 @@ good and bad arguments, upload first chunks, bad offsets, too large and wrong-sl
 test/confirm with bad hashes, unknown groups and commands, v1, v2 and bad version headers.
 
 A loaded machine delays QEMU's answers (it runs under TCG) but does not change them: when one device
-answered a case and the other not within the case's wait, the other gets 30 s more, then the request
-once more (it may have been dropped while the device ran late); a device that swaps images is asked
-until it answers, for up to 180 s; the line-buffer probes run as conformance_serial.py's `probe_both`
-runs them (a frame's verdict by the echo sent behind it). These bounds catch a hung device: each wait
-ends at the answer.
+answered a case and the other not within the case's wait, an echo goes behind it and the device's
+answer counts if it comes before the echo's (a device answers in order), then the request once more
+(it may have been dropped while the device ran late), settled the same way; a device that swaps images
+is asked until it answers, for up to 180 s; the line-buffer probes run as conformance_serial.py's
+`probe_both` runs them. The bounds catch a hung device: each wait ends at the answer.
 
 usage: conformance_qemu.py --sim PATH/smp-sim --build mps2_recovery|mps2_app|qemu_cortex_m0 [--firmware DIR]
        [--dump] (print the real build's answers only)
@@ -44,7 +44,7 @@ import cbor2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conformance import compare_answers  # noqa: E402
-from conformance_serial import Link, header, lines_of, probe_both, probes  # noqa: E402
+from conformance_serial import Link, header, lines_of, probe_both, probes, settle  # noqa: E402
 
 PREFIX = "zephyr_4.4.0_smp_server_0eae053d_"
 MPS2_HEX = PREFIX + "mps2_an385_serial_recovery_buf1024.hex"
@@ -311,6 +311,12 @@ def qemu_arguments(build, firmware, port):
     return arguments
 
 
+def slow(label, started, limit=10.0):
+    """Prints a case that took longer than `limit` s at once (a run stopped by its bound still shows them)."""
+    if time.time() - started > limit:
+        print("slow     %s: %.1f s" % (label, time.time() - started), flush=True)
+
+
 def exchange(link, c, seq, last=None):
     """Sends a case and returns its answers; a callable body is made from `last`, this device's latest
     answer body."""
@@ -455,20 +461,30 @@ def run(build, firmware, sim_path, dump):
         failures, allowed, total = [], [], 0
         started = time.time()
         latest = {}  # each device's latest image list
+
+        def next_seq():
+            nonlocal seq
+            seq = (seq + 1) % 256
+            return seq
+
         for c in cases(build, app, slot_size, directory):
             total += 1
             diffs = []
+            case_started = time.time()
             for step in c.get("steps", [c]):
                 seq = (seq + 1) % 256
                 got = {name: exchange(link, step, seq, latest.get(name)) for name, link in links.items()}
                 if any(got.values()):
                     # One answered, the other not yet: late (a loaded machine), or dropped (a device that
-                    # ran late, its line buffers still taken); silent for good if a second copy gets nothing.
+                    # ran late, its line buffers still taken): settled by an echo sent behind it (`settle`),
+                    # and for a dropped one by a second copy; silent for good if that gets nothing either.
+                    asked = seq
                     for name, link in links.items():
                         if not got[name]:
-                            got[name] = link.answer_to(seq, 30.0)
+                            got[name] = settle(link, {asked}, next_seq)
                         if not got[name] and not callable(step["body"]):
-                            got[name] = exchange(link, dict(step, pause=0, retry=0, wait=30.0), seq)
+                            exchange(link, dict(step, pause=0, retry=0, wait=0.0), asked)
+                            got[name] = settle(link, {asked}, next_seq)
                 for name, answers in got.items():
                     if answers and isinstance(answers[0]["body"], dict) and "images" in answers[0]["body"]:
                         latest[name] = answers[0]["body"]
@@ -483,6 +499,7 @@ def run(build, firmware, sim_path, dump):
                     break
             if dump:
                 continue
+            slow(c["label"], case_started)
             if diffs:
                 (allowed if (build, c["label"]) in ALLOWED else failures).append((c["label"], diffs))
         # Line-buffer probes (conformance_serial.py's): each frame answered or not, the same on both.
@@ -492,7 +509,9 @@ def run(build, firmware, sim_path, dump):
                 seqs = [(seq + i) % 256 for i in (1, 2, 3)]
                 seq = seqs[-1]
                 return seqs
+            probe_started = time.time()
             outcome = probe_both(links, make, next_seqs, wait=0.6)
+            slow("probe: " + label, probe_started)
             total += 1
             if dump:
                 print("%-40s %s" % ("probe: " + label, outcome["real"]))

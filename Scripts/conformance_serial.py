@@ -192,7 +192,7 @@ def probe(link, make, seqs, wait=0.2, follower=None):
     behind the frames (sequence numbers from `follower()`; without it, by the wait alone): a device
     answers in order, so a frame answered before the echo was taken, however late, and one unanswered
     when the echo is answered was dropped. An echo sent while the device's line buffers are still held
-    is itself dropped: another goes every 2 s until one is answered (at most `FOLLOWER_BOUND` s)."""
+    is itself dropped: another goes every 5 s until one is answered (at most `FOLLOWER_BOUND` s)."""
     # Each send: (sequence number, lines, gap between bursts[, lines per burst, 1 if not given]).
     sends = make(seqs)
     if all(send[2] == 0 for send in sends):
@@ -206,22 +206,41 @@ def probe(link, make, seqs, wait=0.2, follower=None):
     while time.time() < deadline and not expected <= answered:
         answered |= {a["seq"] for a in link.answers(min(0.01, max(0, deadline - time.time())))}
     if follower is not None and not expected <= answered:
-        sent, echoed, resend_at = [], False, 0.0
-        bound = time.time() + FOLLOWER_BOUND
-        while time.time() < bound and not echoed and not expected <= answered:
-            if time.time() >= resend_at:
-                sent.append(follower())
-                link.write(lines_of(echo(1, sent[-1]), 127))
-                resend_at = time.time() + 2.0
-            for a in link.answers(0.01):
-                answered.add(a["seq"])
-                echoed = echoed or a["seq"] in sent
-        # The echoes still on their way are answered before the next probe takes the line buffers.
-        drain = time.time() + 0.5
-        while time.time() < drain:
-            answered |= {a["seq"] for a in link.answers(0.01)}
+        answered |= {a["seq"] for a in settle(link, expected - answered, follower)}
     time.sleep(0.05)
     return [send[0] in answered for send in sends]
+
+
+def settle(link, pending, follower):
+    """The answers to the sequence numbers `pending` that come before the answer to a one-line echo sent
+    behind them (sequence numbers from `follower()`): a device answers in order, so these are all it will
+    send, however late. An echo sent while the device's line buffers are still held is dropped: another
+    goes every 5 s until one is answered (at most `FOLLOWER_BOUND` s)."""
+    found, sent, heard, resend_at = [], [], set(), 0.0
+
+    def take(answers):
+        for a in answers:
+            if a["seq"] in sent:
+                heard.add(a["seq"])
+            elif a["seq"] in pending and a["seq"] not in {f["seq"] for f in found}:
+                found.append(a)
+
+    bound = time.time() + FOLLOWER_BOUND
+    while time.time() < bound and not heard and not pending <= {a["seq"] for a in found}:
+        if time.time() >= resend_at:
+            sent.append(follower())
+            link.write(lines_of(echo(1, sent[-1]), 127))
+            resend_at = time.time() + 5.0
+        take(link.answers(0.01))
+    # Echoes still queued behind the frames are let through before the next frames take the line
+    # buffers: until each is answered, or nothing came for 1 s (a dropped one never is).
+    quiet = time.time() + 1.0
+    while set(sent) - heard and time.time() < quiet:
+        before = len(heard) + len(found)
+        take(link.answers(0.01))
+        if len(heard) + len(found) > before:
+            quiet = time.time() + 1.0
+    return found
 
 
 def probe_both(links, make, next_seqs, wait=0.2, late=3.0, attempts=3):
