@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Waits until `condition` holds, checking it every `interval`, for at most `timeout`. Tests wait for
 /// what they need (a ready line, a path, an answer, a process state) instead of sleeping a fixed time:
@@ -33,7 +36,21 @@ extension Process {
     public func runHoldingSpawnLock(afterStart: () -> Void = {}) throws {
         childSpawnLock.lock()
         defer { childSpawnLock.unlock() }
-        try run()
+        try runWithSignalsUnblocked()
         afterStart()
+    }
+
+    /// Starts the process (`run()`) with no signal blocked. A child inherits the signal mask of the thread
+    /// that starts it, and Dispatch's worker threads, where tests start most children, block SIGINT,
+    /// SIGTERM, SIGALRM, SIGCHLD and more: a child started there ignored a polite stop (SIGTERM), never
+    /// heard its own watchdog (`signal.alarm` in the conformance scripts) and ran its shell's traps late
+    /// or never. The calling thread's mask is cleared for the start and put back after it.
+    public func runWithSignalsUnblocked() throws {
+        var none = sigset_t()
+        sigemptyset(&none)
+        var saved = sigset_t()
+        pthread_sigmask(SIG_SETMASK, &none, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try run()
     }
 }

@@ -77,7 +77,7 @@ enum ProcessRunner {
         process.terminationHandler = { _ in exited.signal() }
         let start = Date()
         do {
-            try process.run()
+            try process.runWithSignalsUnblocked()
         } catch {
             try? stdoutPipe.fileHandleForWriting.close()
             try? stderrPipe.fileHandleForWriting.close()

@@ -76,7 +76,7 @@ final class SimProcess: @unchecked Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         do {
-            try process.run()
+            try process.runWithSignalsUnblocked()
         } catch {
             childSpawnLock.unlock()
             throw error
