@@ -378,6 +378,7 @@ def full_upload(label, app, chunk=128):
 
 def run(build, firmware, sim_path, dump):
     processes, directories = [], []
+    run_started = time.time()
 
     def stop_all(*_):
         for process in processes:
@@ -394,13 +395,26 @@ def run(build, firmware, sim_path, dump):
         for directory in directories:
             shutil.rmtree(directory, ignore_errors=True)
 
+    # What a run stopped by its watchdog or a silent device shows: where it was, and what the real
+    # device last printed besides its answers.
+    progress = {"case": "start-up", "links": {}}
+
+    def last_words():
+        real = progress["links"].get("real")
+        said = real.console.decode(errors="replace").strip() if real else ""
+        return "the real device's last output besides SMP answers:\n%s" % (said or "(none)")
+
     def on_signal(number, _frame):
+        print("conformance_qemu %s: stopped by signal %d in %s (%.0f s)\n%s"
+              % (build, number, progress["case"], time.time() - run_started, last_words()), flush=True)
         stop_all()
         sys.exit(128 + number)
 
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM, signal.SIGHUP):
         signal.signal(number, on_signal)
-    signal.alarm(150)  # watchdog: a hung guest never outlives the run
+    # Watchdog: a hung guest never outlives the run. Under the test command's load (three real-BlueZ guests
+    # and stress-ng beside it) a Cortex-M0 run took over 150 s; ConformanceTests kills at 480 s.
+    signal.alarm(450)
     try:
         directory = tempfile.mkdtemp(prefix="conformance-qemu-")
         directories.append(directory)
@@ -430,6 +444,7 @@ def run(build, firmware, sim_path, dump):
             print("conformance_qemu: socat made no pty")
             return 2
         links = {"real": Link(tty_path)}
+        progress["links"] = links
         if not dump:
             sim = subprocess.Popen([sim_path, "--like", build, "--pty"], stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -467,10 +482,12 @@ def run(build, firmware, sim_path, dump):
             seq = (seq + 1) % 256
             return seq
 
+        silent = []  # the cases in a row the real device did not answer (the other did)
         for c in cases(build, app, slot_size, directory):
             total += 1
             diffs = []
             case_started = time.time()
+            progress["case"] = c["label"]
             for step in c.get("steps", [c]):
                 seq = (seq + 1) % 256
                 got = {name: exchange(link, step, seq, latest.get(name)) for name, link in links.items()}
@@ -485,6 +502,12 @@ def run(build, firmware, sim_path, dump):
                         if not got[name] and not callable(step["body"]):
                             exchange(link, dict(step, pause=0, retry=0, wait=0.0), asked)
                             got[name] = settle(link, {asked}, next_seq)
+                silent = silent + [step["label"]] if got.get("sim") and not got["real"] else []
+                if len(silent) >= 3 and not dump:
+                    # Settling each costs minutes: a device silent three times in a row has stopped.
+                    print("conformance_qemu %s: the real device stopped answering (%s) after %.0f s\n%s"
+                          % (build, ", ".join(silent), time.time() - run_started, last_words()), flush=True)
+                    return 3
                 for name, answers in got.items():
                     if answers and isinstance(answers[0]["body"], dict) and "images" in answers[0]["body"]:
                         latest[name] = answers[0]["body"]
@@ -522,6 +545,8 @@ def run(build, firmware, sim_path, dump):
             print("allowed  %s: %s (%s)" % (label, "; ".join(diffs), ALLOWED[(build, label)]))
         for label, diffs in failures:
             print("DIFFERS  %s: %s" % (label, "; ".join(diffs)))
+        if failures:
+            print(last_words())
         print("conformance_qemu %s: %d cases, %d differences, %d allowed (%.1f s)"
               % (build, total, len(failures), len(allowed), time.time() - started))
         for link in links.values():

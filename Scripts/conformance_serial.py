@@ -92,6 +92,9 @@ class Link:
         self.fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
         tty.setraw(self.fd)
         self.pending = b""
+        # The device's last lines that are not SMP frames (boot banners, logs, fault reports): what a
+        # device that stopped answering said last.
+        self.console = b""
 
     def write(self, lines, gap=0.0, burst=1):
         """Writes `lines` in bursts of `burst` lines (each one write), `gap` seconds apart."""
@@ -121,6 +124,8 @@ class Link:
             elif line.startswith(b"\x04\x14") and frame is not None:
                 frame += base64.b64decode(line[2:])
             else:
+                if line.strip():
+                    self.console = (self.console + line + b"\n")[-2048:]
                 continue
             if frame is not None and len(frame) >= 2 and len(frame) - 2 >= struct.unpack(">H", frame[:2])[0]:
                 packet = frame[2:-2]
