@@ -56,6 +56,8 @@ struct SMP: AsyncParsableCommand {
 @main
 enum SMPMain {
     static func main() async {
+        // Decoded on another thread while the arguments are parsed: the command's first look then finds them.
+        DeviceCaches.preload()
         let arguments = GlobalOptionPlacement.reorder(Array(CommandLine.arguments.dropFirst()))
         await Interruption.run {
             do {
@@ -84,8 +86,10 @@ enum SMPMain {
 /// `smp --device udp:10.0.0.2 os echo hi`, by moving them behind the group and command names where the
 /// argument parser expects them.
 enum GlobalOptionPlacement {
-    static let flags: Set<String> = ["--json", "-v", "-vv", "-vvv", "--verbose", "--pair"]
-    static let valued: Set<String> = ["--device", "-d", "--timeout", "--devices", "--max-parallel", "--junit"]
+    // Arrays, not sets: a handful of names, and a Set's first use costs the process a scan of the
+    // runtime's protocol conformances (Hashable) before anything else can run.
+    static let flags = ["--json", "-v", "-vv", "-vvv", "--verbose", "--pair"]
+    static let valued = ["--device", "-d", "--timeout", "--devices", "--max-parallel", "--junit"]
 
     static func reorder(_ arguments: [String]) -> [String] {
         var moved: [String] = []

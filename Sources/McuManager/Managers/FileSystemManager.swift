@@ -136,6 +136,13 @@ public struct FileSystemManager: Sendable {
         // The error of the last request the machine heard about, thrown as it came on `.fail(.requestError)`.
         var requestError: McuMgrError?
         var transferred: Duration?
+        // The device cache's records of the upload are written while a request is on its way, not between
+        // two: that the upload began, during its first chunk; that it ended, during the hash that checks it
+        // (every byte is on the device by then; a copy found to differ is sent again whole, and a run
+        // after one that failed sends the file whole too, as to any device without a record).
+        var beginRecord: DeviceParametersMemory?
+        var endRecord: DeviceParametersMemory?
+        var endRecorded = false
         do {
             var actions = machine.start()
             while true {
@@ -149,15 +156,24 @@ public struct FileSystemManager: Sendable {
                         requestError = error
                         event = .status(answer)
                     case .hash(let length):
+                        let ending = endRecord
+                        endRecord = nil
+                        endRecorded = endRecorded || ending != nil
+                        async let recorded: Void? = ending?.finishUpload(of: remote, to: device)
                         let (answer, error) = try await hashAnswer(remote, length: length, bytes: length ?? total, hashes: hashChoice)
+                        _ = await recorded
                         requestError = error
                         event = .hashed(answer)
                     case .localDigest(let type, let length):
                         let digest = try LocalDigest.digest(type, of: PrefixUploadSource(source, length: length))
                         event = .localDigest(digest.map { [UInt8]($0) })
                     case .beginUpload:
-                        memory?.beginUpload(of: remote, bytes: total, to: device)
+                        beginRecord = memory
+                        endRecorded = false
                     case .upload(let offset):
+                        let beginning = beginRecord
+                        beginRecord = nil
+                        async let recorded: Void? = beginning?.beginUpload(of: remote, bytes: total, to: device)
                         do {
                             try await send(source, from: offset, to: remote, configuration: configuration, progress: progress)
                             event = .uploaded
@@ -165,15 +181,17 @@ public struct FileSystemManager: Sendable {
                             requestError = error
                             event = .uploadViolation
                         }
+                        _ = await recorded
                     case .reportComplete:
                         progress?(TransferProgress(bytesTransferred: total, totalBytes: total, bytesPerSecond: nil))
                     case .transferEnded:
                         transferred = clock.now - started
+                        endRecord = memory
                     case .logRestart(let reason):
                         let message = transferError(reason, remote: remote, requestError: requestError).message
                         client.logger.warning("\(remote): \(message); uploading it again from offset 0")
                     case .finish(let verification, let resumedFrom):
-                        memory?.finishUpload(of: remote, to: device)
+                        if !endRecorded { memory?.finishUpload(of: remote, to: device) }
                         let duration = clock.now - started
                         return TransferResult(
                             bytes: total, verification: Verification(verification), duration: duration,

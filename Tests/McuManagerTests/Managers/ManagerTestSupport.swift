@@ -49,8 +49,8 @@ final class ManagerTapTransport: McuMgrTransport, McuMgrLinkAdvising, @unchecked
     let piecesArriveOutOfOrder = ManagerTestBox(false)
     /// Answers held back (see `holdAnswers(to:untilInFlight:)`).
     private let gate = ManagerTestBox<
-        (command: (McuMgrGroup, McuMgrCommand)?, inFlight: Int, passing: Int, held: [McuMgrTransportEvent])
-    >((nil, 0, 0, []))
+        (command: (McuMgrGroup, McuMgrCommand)?, inFlight: Int, passing: Int, held: [McuMgrTransportEvent], timed: Bool)
+    >((nil, 0, 0, [], true))
 
     struct TapState {
         var sent: [SMPPacket] = []
@@ -100,7 +100,7 @@ final class ManagerTapTransport: McuMgrTransport, McuMgrLinkAdvising, @unchecked
                         return nil
                     }
                     gate.held.append(event)
-                    return gate.held.count == 1
+                    return gate.held.count == 1 && gate.timed
                 }
                 if let first {
                     if first { DispatchQueue.global().asyncAfter(deadline: .now() + 5) { [self] in releaseHeld() } }
@@ -116,8 +116,17 @@ final class ManagerTapTransport: McuMgrTransport, McuMgrLinkAdvising, @unchecked
     /// instead of hanging): a test of a window then does not depend on the client sending its next request
     /// before the device's answer to the one before comes back, which a loaded machine can reverse.
     func holdAnswers(to command: (McuMgrGroup, McuMgrCommand), passing: Int = 0, untilInFlight count: Int) {
-        gate.withValue { $0 = (command, count, passing, []) }
+        gate.withValue { $0 = (command, count, passing, [], true) }
     }
+
+    /// Holds back the answers to `command` until `releaseHeldAnswers()`: a test that sees something happen
+    /// while a request is unanswered. (It must release them, or its client waits out its timeout.)
+    func holdAnswersUntilReleased(to command: (McuMgrGroup, McuMgrCommand)) {
+        gate.withValue { $0 = (command, .max, 0, [], false) }
+    }
+
+    /// Delivers the answers held back, in order, and holds no more.
+    func releaseHeldAnswers() { releaseHeld() }
 
     /// Hands an event from the device to the client, counting answers.
     private func deliver(_ event: McuMgrTransportEvent) {
@@ -133,7 +142,7 @@ final class ManagerTapTransport: McuMgrTransport, McuMgrLinkAdvising, @unchecked
     /// Ends holding answers back and delivers the held ones, in order.
     private func releaseHeld() {
         let events = gate.withValue { gate in
-            defer { gate = (nil, 0, 0, []) }
+            defer { gate = (nil, 0, 0, [], true) }
             return gate.held
         }
         for event in events { deliver(event) }

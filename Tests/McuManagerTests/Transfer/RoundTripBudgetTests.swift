@@ -128,6 +128,30 @@ import TestSupport
         #expect(received.take() == [Self.fileClose, Self.fileStatus, Self.fileHash])
     }
 
+    /// The device cache's record of an unfinished upload costs no time between answers: it goes while the
+    /// hash that checks the upload is on its way (every byte is on the device by then), not after its answer.
+    @Test func theRecordOfAnUnfinishedUploadGoesWhileTheHashIsOnItsWay() async throws {
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let memory = Self.memory(in: directory)
+        let rig = ManagerRig(parametersMemory: memory) { $0.bufferSize = 2048 }
+        let received = Received(rig.device)
+        let local = try FileSystemManagerTests.writeLocal(managerTestBytes(4096, seed: 8), in: directory)
+        // The device's answer to the hash waits for the test.
+        rig.tap.holdAnswersUntilReleased(to: (.fileSystem, McuMgrCommand(rawValue: 2)))
+        defer { rig.tap.releaseHeldAnswers() }
+        let upload = Task { try await FileSystemManager(client: rig.client).upload(local, to: "/lfs1/r.bin", configuration: Self.chunked) }
+        let hash = McuMgrCommand(rawValue: 2)
+        #expect(await waitUntil { rig.tap.sent.contains { $0.header.group == .fileSystem && $0.header.command == hash } })
+        #expect(await waitUntil { !memory.hasUnfinishedUpload(of: "/lfs1/r.bin", to: "sim:") })
+        #expect(!rig.tap.received.contains { $0.header.group == .fileSystem && $0.header.command == hash }, "the hash is unanswered")
+        rig.tap.releaseHeldAnswers()
+        let result = try await upload.value
+        #expect(result.verification == .sha256)
+        #expect(received.take() == [Self.fileClose, Self.fileStatus, Self.params] + Array(repeating: Self.fileChunk, count: 16) + [Self.fileHash])
+        #expect(!memory.hasUnfinishedUpload(of: "/lfs1/r.bin", to: "sim:"))
+    }
+
     /// A download long enough to gain from a pipeline asks a new device for its buffers once, then keeps
     /// `buf_count - 1` requests in flight; a known device is not asked. The file arrives whole either way.
     @Test func aLongDownloadKeepsTheDevicesBuffersBusy() async throws {
