@@ -43,7 +43,7 @@ import time
 import cbor2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conformance import compare_answers  # noqa: E402
+from conformance import compare_answers, run_like_hardware  # noqa: E402
 from conformance_serial import Link, header, lines_of, probe_both, probes, settle  # noqa: E402
 
 PREFIX = "zephyr_4.4.0_smp_server_0eae053d_"
@@ -96,11 +96,12 @@ R, W = 0, 2  # read, write
 V1, V2 = 0, 1  # header version bits
 
 
-def case(label, op, group, cmd, body=None, ver=V2, loose=(), wait=1.0, pause=0.0, retry=0.0):
+def case(label, op, group, cmd, body=None, ver=V2, loose=(), wait=1.0, pause=0.0, retry=0.0, reboot=None):
     """A request; `pause` seconds of silence before it (a reboot), `wait` seconds at most for its answer,
-    resent for up to `retry` seconds while unanswered."""
+    resent for up to `retry` seconds while unanswered; `reboot`: a reset, after whose answer the real
+    device prints this boot banner (`await_reboot`)."""
     return dict(label=label, op=op, group=group, cmd=cmd, body=body, ver=ver, loose=set(loose), wait=wait,
-                pause=pause, retry=retry)
+                pause=pause, retry=retry, reboot=reboot)
 
 
 def header_cases():
@@ -267,7 +268,7 @@ def cases(build, app, slot_size, directory):
             case("image list after upload", R, 1, 0, loose={"hash"}),
             case("image state test the uploaded image", W, 1, 0, {"hash": new, "confirm": False}, loose={"hash"}),
             case("image state test it again", W, 1, 0, {"hash": new}, loose={"hash"}),
-            case("os reset (swap)", W, 0, 5),
+            case("os reset (swap)", W, 0, 5, reboot=b"*** Booting Zephyr OS"),
             case("image list after the swap", R, 1, 0, loose={"hash"}, pause=0.5, retry=180),
             case("image state confirm the running image", W, 1, 0, {"confirm": True}, loose={"hash"}),
             case("image list after confirm", R, 1, 0, loose={"hash"}),
@@ -331,6 +332,35 @@ def exchange(link, c, seq, last=None):
         answers = link.answer_to(seq, c["wait"])
         if answers or time.time() >= deadline:
             return answers
+
+
+# How long a device that answered a reset has to show its boot banner (MCUboot swaps the images first:
+# seconds under QEMU, over a minute beside the test command's load).
+REBOOT_BOUND = 180.0
+
+
+def await_reboot(link, step, next_seq):
+    """Waits for the real device to reboot after answering the reset `step`: its boot banner
+    (`step["reboot"]`) on the console since the reset was sent (`Link.listen`). Until then the old image
+    still answers: the Cortex-M0 build resets from a 250 ms timer after its answer
+    (CONFIG_MCUMGR_GRP_OS_RESET_MS), and beside a load on every core the banner came 0.3-1.5 s after the
+    answer; once the old image answered for 1.7 s of the device's own time after it and never reset. So
+    every 10 s without a banner an echo asks whether the old image still runs (MCUboot swapping the
+    images answers nothing), and only then is the reset sent again: a reset that reached the new image
+    before it is confirmed would swap the old one back. Returns (seconds, resets sent again), or None
+    when no banner came within `REBOOT_BOUND` s."""
+    started, resent, asked = time.time(), 0, 0
+    while not link.heard(step["reboot"]):
+        if time.time() - started > REBOOT_BOUND:
+            return None
+        if time.time() - started > 10.0 * (asked + 1):
+            asked += 1
+            alive = exchange(link, case("still the old image?", W, 0, 0, {"d": "reset?"}, wait=2.0), next_seq())
+            if alive and not link.heard(step["reboot"]):
+                resent += 1
+                exchange(link, dict(step, pause=0, retry=0, wait=0.0), next_seq())
+        link.answers(0.1)
+    return time.time() - started, resent
 
 
 def image_hash(app):
@@ -490,6 +520,8 @@ def run(build, firmware, sim_path, dump):
             progress["case"] = c["label"]
             for step in c.get("steps", [c]):
                 seq = (seq + 1) % 256
+                if step.get("reboot") and "real" in links:
+                    links["real"].listen()
                 got = {name: exchange(link, step, seq, latest.get(name)) for name, link in links.items()}
                 if any(got.values()):
                     # One answered, the other not yet: late (a loaded machine), or dropped (a device that
@@ -516,6 +548,14 @@ def run(build, firmware, sim_path, dump):
                                                         and a["op"] == step["op"] + 1 else a for a in got["real"]]))
                     continue
                 diffs = compare_answers(got["real"], got["sim"], step["loose"]) + encoding(got["real"], got["sim"])
+                if step.get("reboot") and got["real"]:
+                    rebooted = await_reboot(links["real"], step, next_seq)
+                    if rebooted is None:
+                        diffs.append("the real device answered and did not reboot within %.0f s (no %r on its console)"
+                                     % (REBOOT_BOUND, step["reboot"].decode()))
+                    elif rebooted[1]:
+                        print("note     %s: the real device rebooted only after the reset was sent %d more time(s) (%.0f s)"
+                              % (step["label"], rebooted[1], rebooted[0]), flush=True)
                 if diffs:
                     if "steps" in c:
                         diffs = ["at off %s: %s" % (step["body"]["off"], "; ".join(diffs))]
@@ -576,6 +616,7 @@ def main():
         if not shutil.which(tool):
             print("conformance_qemu: %s is not installed (apt-get install qemu-system-arm socat)" % tool)
             return 77
+    run_like_hardware()
     return run(args.build, firmware, args.sim, args.dump)
 
 

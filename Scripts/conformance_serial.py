@@ -37,7 +37,7 @@ import tty
 import cbor2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conformance import compare  # noqa: E402
+from conformance import compare, run_like_hardware  # noqa: E402
 
 BUILDS = {
     "native_sim_serial": dict(line=128, buf=384),
@@ -95,6 +95,8 @@ class Link:
         # The device's last lines that are not SMP frames (boot banners, logs, fault reports): what a
         # device that stopped answering said last.
         self.console = b""
+        # The console lines since `listen()` (at most 400): what a device printed after a request.
+        self.since = []
 
     def write(self, lines, gap=0.0, burst=1):
         """Writes `lines` in bursts of `burst` lines (each one write), `gap` seconds apart."""
@@ -126,6 +128,7 @@ class Link:
             else:
                 if line.strip():
                     self.console = (self.console + line + b"\n")[-2048:]
+                    self.since = (self.since + [line])[-400:]
                 continue
             if frame is not None and len(frame) >= 2 and len(frame) - 2 >= struct.unpack(">H", frame[:2])[0]:
                 packet = frame[2:-2]
@@ -135,6 +138,14 @@ class Link:
                               "raw": packet[8:]})
                 frame = None
         return found
+
+    def listen(self):
+        """Starts a new record of console lines (`heard`)."""
+        self.since = []
+
+    def heard(self, text):
+        """Whether a console line since `listen()` holds `text`."""
+        return any(text in line for line in self.since)
 
     def answer_to(self, seq, limit):
         """The answers with sequence number `seq`, returning as soon as one has arrived (at most `limit` s)."""
@@ -399,6 +410,7 @@ def main():
     if not os.path.exists(exe):
         print("conformance_serial: %s is absent; nothing to compare against" % exe)
         return 77
+    run_like_hardware()
     return run(args.build, exe, args.sim)
 
 
