@@ -389,7 +389,9 @@ final class BleLink: @unchecked Sendable {
         }
         let units = encoder.encode(packet)
         if let writer {
-            guard writer.send(units) else { throw McuMgrError(.transport, "the Bluetooth link to \(name) is closed") }
+            // The write socket ended (a hang-up or an error) and its thread has not told `lost` why yet:
+            // the link was lost all the same.
+            guard writer.send(units) else { throw lossError ?? lossReport("the write socket closed") }
             return
         }
         for unit in units {
@@ -402,10 +404,7 @@ final class BleLink: @unchecked Sendable {
 
     /// The link dropped: every request in flight fails at once.
     func lost(_ reason: String) {
-        let error = McuMgrError(
-            .transport,
-            "the Bluetooth link to \(name) was lost: \(reason); the device reset, went out of range or was switched off (the next request reconnects)"
-        )
+        let error = lossReport(reason)
         let abandon = lock.withLock { () -> (@Sendable () -> Void)? in
             if lost == nil { lost = error }
             return pendingExchange
@@ -415,6 +414,14 @@ final class BleLink: @unchecked Sendable {
         logger.debug("BLE link \(name) lost: \(reason)")
         handler(.closed(error))
         client.connection.close()
+    }
+
+    /// The error of a lost link, with what the user can do.
+    private func lossReport(_ reason: String) -> McuMgrError {
+        McuMgrError(
+            .transport,
+            "the Bluetooth link to \(name) was lost: \(reason); the device reset, went out of range or was switched off (the next request reconnects)"
+        )
     }
 
     /// Why the link ended, when it was lost.
