@@ -61,7 +61,11 @@ struct UDPUploadWindowTests {
         let frontEnd = UDPFrontEnd(device: device, host: "127.0.0.1", port: 0, latency: .milliseconds(20))
         let port = try #require(try await frontEnd.start().port)
         func connect() -> (UploadsInFlight, McuMgrClient) {
-            let link = UploadsInFlight(UDPTransport(configuration: .init(host: "127.0.0.1", port: port)))
+            // A fixed resend timeout far above the 20 ms round trip: the window is the subject here. On a
+            // loaded machine the simulator (on the same cores) can answer later than a timeout measured
+            // from its round trips; a resend then halves the window, or a chunk sent again as a new
+            // request counts twice as in flight.
+            let link = UploadsInFlight(UDPTransport(configuration: .init(host: "127.0.0.1", port: port, retransmitInterval: .seconds(5))))
             return (link, McuMgrClient(transport: link, configuration: .init(timeout: .seconds(10))))
         }
 
