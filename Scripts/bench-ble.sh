@@ -101,7 +101,8 @@ if [[ -z "${BENCH_BLE_INNER:-}" ]]; then
     # The guest runs copies, so that a build while it runs changes nothing under it.
     bin="$(mktemp -d "${TMPDIR:-/tmp}/smp-bench-ble-bin.XXXXXX")"
     trap 'rm -rf "$bin"' EXIT
-    cp "$smp" "$sim" "$bin/"
+    cp "$smp" "$bin/smp"  # BENCH_SMP may name another smp under any file name
+    cp "$sim" "$bin/smp-sim"
     BENCH_BLE_INNER=1 BENCH_BLE_BIN="$bin" BENCH_RUNS="$runs" \
         bash Scripts/ble-vm.sh -q --gatt-channels "$channels" --timeout 3000 -- \
         bash "$0" --no-build --mtu "$mtu" --channels "$channels"
