@@ -683,7 +683,7 @@ struct BleConnector {
         if !device.connected {
             ownership.calledConnect = true
             do {
-                try await connectRestartingOthersScan(device, adapter: adapter)
+                try await client.connect(device, timeout: connectCallTimeout)
                 phaseDone("BlueZ answered Connect")
             } catch let error as DBusError {
                 let mapped = BlueZClient.map(error, "connecting to \(device.label)")
@@ -777,51 +777,6 @@ struct BleConnector {
         // hold a stale view of the device's services: connect afresh on the next attempt.
         if !weConnected { await client.disconnect(devicePath) }
         throw Retry(error: lastError ?? McuMgrError(.transport, "cannot use the SMP characteristic of \(device.label)"))
-    }
-
-    /// `Device1.Connect`. BlueZ connects to an LE device when the kernel's scan reports one of its
-    /// advertisements. While another program discovers (a desktop's Bluetooth settings, a
-    /// `bluetoothctl scan on`), that scan is the discovery's, which reports each advertiser once until
-    /// the scan restarts: the connection waited for bluetoothd to restart it, up to 10 s (seen on
-    /// BlueZ 5.66: 3-9 s, against 40 ms with no discovery running). So while Connect is pending and
-    /// the adapter discovers, this connector restarts that scan: a discovery of its own with a filter
-    /// that changes the one bluetoothd merges (DuplicateData, toggled every 2 s while it waits), which
-    /// bluetoothd applies by restarting the scan. Its discovery ends with the Connect call.
-    private func connectRestartingOthersScan(_ device: BlueZDeviceInfo, adapter: BlueZAdapterInfo) async throws {
-        let restarting = Task { await restartScansWhileConnecting(device, adapter: adapter) }
-        let result: Result<Void, any Error>
-        do {
-            try await client.connect(device, timeout: connectCallTimeout)
-            result = .success(())
-        } catch {
-            result = .failure(error)
-        }
-        restarting.cancel()
-        if await restarting.value { await client.stopDiscovery(adapter: adapter) }
-        try result.get()
-    }
-
-    /// The scan restarts of `connectRestartingOthersScan`, from a quarter of a second into the Connect
-    /// call (by then BlueZ waits for the device's advertisement) until cancelled.
-    /// - Returns: whether it started a discovery of its own (to be stopped).
-    private func restartScansWhileConnecting(_ device: BlueZDeviceInfo, adapter: BlueZAdapterInfo) async -> Bool {
-        guard (try? await Task.sleep(for: .milliseconds(250))) != nil, await client.isDiscovering(adapter) else { return false }
-        logger.debug(
-            "BLE \(device.label): \(adapter.name) is discovering for another program, whose scan reports the device only when it restarts: restarting it while Connect waits")
-        var started = false
-        var duplicateData = true
-        while !Task.isCancelled {
-            do {
-                try await client.startDiscovery(adapter: adapter, serviceUUIDs: [], duplicateData: duplicateData)
-                started = true
-            } catch {
-                logger.debug("BLE \(device.label): restarting \(adapter.name)'s scan failed: \(error)")
-                return started
-            }
-            guard (try? await Task.sleep(for: .seconds(2))) != nil else { break }
-            duplicateData.toggle()
-        }
-        return started
     }
 
     /// A device found connected whose disconnect this tool asked BlueZ for moments ago (an earlier
