@@ -43,9 +43,15 @@ struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     /// The entry for `device`, if any.
     func entry(for device: String) -> Entry? { entries()[device] }
 
-    func entries() -> [String: Entry] {
+    /// - Parameter fresh: read the file even when the decoded copy of this process looks current. A
+    ///   write always reads it: the copy is known by the file's inode, size and modification time, and a
+    ///   file that another process (or a lookup racing a write here) replaced within one tick of the
+    ///   kernel's clock, at an inode just freed and of the same size, passes for the copy, so that a write
+    ///   based on it would drop what the newer file holds (seen: a device's remembered buffers lost,
+    ///   and its next upload asked `os params` again).
+    func entries(fresh: Bool = false) -> [String: Entry] {
         let identity = FileIdentity(path: file.path)
-        if let identity, let kept = decodedFiles.withLock({ $0[file.path] }), kept.identity == identity,
+        if !fresh, let identity, let kept = decodedFiles.withLock({ $0[file.path] }), kept.identity == identity,
             let entries = kept.entries as? [String: Entry]
         {
             return entries
@@ -81,7 +87,7 @@ struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
             try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             let lock = CrossProcessLock(path: lockPath, wait: lockWait)
             defer { lock.release() }
-            var all = entries()
+            var all = entries(fresh: true)
             var entry = all[device]
             change(&entry)
             all[device] = entry

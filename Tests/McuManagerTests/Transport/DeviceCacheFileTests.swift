@@ -45,6 +45,32 @@ import Testing
         #expect(cache.entries()["mine"] == Entry(value: 3, seen: 3))
     }
 
+    /// A write changes the file as it is on disk, not as this process decoded it last: a file rewritten
+    /// with the same inode, size and modification time (a replacement within one clock tick at a reused
+    /// inode) passes for the decoded copy, and the write must still keep what it holds.
+    @Test func aWriteReadsTheFileEvenWhenItsDecodedCopyLooksCurrent() throws {
+        let directory = try makeManagerTestDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = DeviceCacheFile<Entry>(file: directory.appendingPathComponent("smp/cache.json"))
+        cache.store(Entry(value: 1, seen: 1), for: "a", capacity: 10, seen: \.seen)
+        var before = stat()
+        #expect(stat(cache.file.path, &before) == 0)
+        // The other writer: the same length, in place, with the modification time put back.
+        let written = try String(contentsOf: cache.file, encoding: .utf8)
+        let theirs = written.replacingOccurrences(of: "\"value\" : 1", with: "\"value\" : 7")
+        #expect(theirs != written && theirs.utf8.count == written.utf8.count)
+        let handle = try FileHandle(forWritingTo: cache.file)
+        try handle.write(contentsOf: Data(theirs.utf8))
+        var times = [before.st_atim, before.st_mtim]
+        #expect(futimens(handle.fileDescriptor, &times) == 0)
+        try handle.close()
+        #expect(cache.entry(for: "a") == Entry(value: 1, seen: 1), "a lookup may take the decoded copy")
+
+        cache.modify("b", capacity: 10, seen: \.seen) { $0 = Entry(value: 2, seen: 2) }
+        #expect(cache.entries(fresh: true)["a"] == Entry(value: 7, seen: 1), "the other writer's value survives")
+        #expect(cache.entries(fresh: true)["b"] == Entry(value: 2, seen: 2))
+    }
+
     /// `modify` sees the stored entry and may remove it.
     @Test func modifyChangesOrRemovesTheStoredEntry() throws {
         let directory = try makeManagerTestDirectory()
