@@ -47,8 +47,8 @@ struct DeviceCacheFile<Entry: Codable & Sendable>: Sendable, Hashable {
     ///   write always reads it: the copy is known by the file's inode, size and modification time, and a
     ///   file that another process (or a lookup racing a write here) replaced within one tick of the
     ///   kernel's clock, at an inode just freed and of the same size, passes for the copy, so that a write
-    ///   based on it would drop what the newer file holds (seen: a device's remembered buffers lost,
-    ///   and its next upload asked `os params` again).
+    ///   based on it would drop what the newer file holds (the likely way a device's remembered buffers
+    ///   were lost once under CI load, so that its next upload asked `os params` again).
     func entries(fresh: Bool = false) -> [String: Entry] {
         let identity = FileIdentity(path: file.path)
         if !fresh, let identity, let kept = decodedFiles.withLock({ $0[file.path] }), kept.identity == identity,
