@@ -56,8 +56,6 @@ struct SMP: AsyncParsableCommand {
 @main
 enum SMPMain {
     static func main() async {
-        // Decoded on another thread while the arguments are parsed: the command's first look then finds them.
-        DeviceCaches.preload()
         let arguments = GlobalOptionPlacement.reorder(Array(CommandLine.arguments.dropFirst()))
         await Interruption.run {
             do {
@@ -67,10 +65,10 @@ enum SMPMain {
                 } else {
                     try command.run()
                 }
-                if Interruption.happened {
-                    // The command stopped on the signal without an error (e.g. a watch loop).
-                    exit(ExitStatus.cancelled)
-                }
+                // Ended here, on the command's thread: returning would first hop back to the main thread, and
+                // the runtime starts a thread for that (about 1 ms of every command). A command that stopped
+                // on the signal without an error (e.g. a watch loop) exits as interrupted.
+                exit(Interruption.happened ? ExitStatus.cancelled : 0)
             } catch {
                 if Interruption.happened, !(error is ExitCode) {
                     CommandRunner.report(McuMgrError(.cancelled, "interrupted"), json: Terminal.jsonRequested)

@@ -74,9 +74,6 @@ public struct BLEDeviceMemory: Sendable, Hashable {
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
-    /// Decodes the file now, for the lookups to come (`DeviceCaches.preload`).
-    func preload() { _ = cache.entries() }
-
     /// One device's entry; a field that is missing or of another type reads as nil.
     private struct Entry: Codable, Sendable {
         var buf: Int?

@@ -57,9 +57,6 @@ public struct ConsoleLineMemory: Sendable, Hashable {
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
-    /// Decodes the file now, for the lookups to come (`DeviceCaches.preload`).
-    func preload() { _ = cache.entries() }
-
     /// One device's entry; a field that is missing or not an integer reads as nil.
     private struct Entry: Codable, Sendable {
         var line: Int?

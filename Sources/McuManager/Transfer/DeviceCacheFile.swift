@@ -207,20 +207,3 @@ private struct FileIdentity: Sendable, Hashable {
         hasher.combine(size)
     }
 }
-
-/// The device caches under `$XDG_CACHE_HOME/smp`, as a whole.
-package enum DeviceCaches {
-    /// Decodes the standard cache files (round trips, device parameters, console lines, Bluetooth LE
-    /// devices) on a thread of their own, so that a command's lookups find them decoded. A process's
-    /// first JSON decode is its most expensive (the runtime resolves the decoder's types then): started
-    /// before the arguments are parsed, it runs beside the parsing instead of between it and the first
-    /// request. A file that changes meanwhile is decoded again at its lookup, as always.
-    package static func preload() {
-        startDetachedThread(name: "cache preload") {
-            RoundTripMemory.standard?.preload()
-            DeviceParametersMemory.standard?.preload()
-            ConsoleLineMemory.standard?.preload()
-            BLEDeviceMemory.standard?.preload()
-        }
-    }
-}

@@ -140,9 +140,6 @@ public struct DeviceParametersMemory: Sendable, Hashable {
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
-    /// Decodes the file now, for the lookups to come (`DeviceCaches.preload`).
-    func preload() { _ = cache.entries() }
-
     /// One device's entry; a field that is missing or of another type reads as nil.
     struct Entry: Codable, Sendable {
         var buf: Int?

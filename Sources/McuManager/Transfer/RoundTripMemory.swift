@@ -59,9 +59,6 @@ public struct RoundTripMemory: Sendable, Hashable {
 
     private var cache: DeviceCacheFile<Entry> { DeviceCacheFile(file: file) }
 
-    /// Decodes the file now, for the lookups to come (`DeviceCaches.preload`).
-    func preload() { _ = cache.entries() }
-
     /// One device's entry; a field that is missing or not an integer reads as nil.
     struct Entry: Codable, Sendable {
         var srtt_us: Int?
