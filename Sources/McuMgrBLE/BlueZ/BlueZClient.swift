@@ -68,9 +68,12 @@ public struct BlueZClient: Sendable {
 
     // MARK: Discovery
 
-    /// Sets the discovery filter (LE only; the service UUIDs when given) and starts discovery.
-    public func startDiscovery(adapter: BlueZAdapterInfo, serviceUUIDs: [String]) async throws {
-        var filter: [String: DBusValue] = ["Transport": .string("le"), "DuplicateData": .boolean(false)]
+    /// Sets the discovery filter (LE only; the service UUIDs when given; `duplicateData`: a
+    /// PropertiesChanged for every advertisement, not only for changes) and starts discovery. Called
+    /// again while discovering, it changes the filter: bluetoothd restarts its scan when that changes the
+    /// filter it merges from every program's.
+    public func startDiscovery(adapter: BlueZAdapterInfo, serviceUUIDs: [String], duplicateData: Bool = false) async throws {
+        var filter: [String: DBusValue] = ["Transport": .string("le"), "DuplicateData": .boolean(duplicateData)]
         if !serviceUUIDs.isEmpty { filter["UUIDs"] = .strings(serviceUUIDs) }
         do {
             _ = try await connection.call(
@@ -83,6 +86,12 @@ public struct BlueZClient: Sendable {
         } catch let error as DBusError {
             throw Self.map(error, "starting a scan on \(adapter.label)")
         }
+    }
+
+    /// Whether the adapter is discovering (for any program); false when that cannot be read.
+    public func isDiscovering(_ adapter: BlueZAdapterInfo) async -> Bool {
+        let properties = try? await connection.properties(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface)
+        return properties?["Discovering"]?.bool ?? false
     }
 
     /// Stops discovery; errors are ignored (discovery also ends when this connection closes).

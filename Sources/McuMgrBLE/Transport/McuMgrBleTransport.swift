@@ -683,7 +683,7 @@ struct BleConnector {
         if !device.connected {
             ownership.calledConnect = true
             do {
-                try await client.connect(device, timeout: connectCallTimeout)
+                try await connectRestartingOthersScan(device, adapter: adapter)
                 phaseDone("BlueZ answered Connect")
             } catch let error as DBusError {
                 let mapped = BlueZClient.map(error, "connecting to \(device.label)")
@@ -777,6 +777,47 @@ struct BleConnector {
         // hold a stale view of the device's services: connect afresh on the next attempt.
         if !weConnected { await client.disconnect(devicePath) }
         throw Retry(error: lastError ?? McuMgrError(.transport, "cannot use the SMP characteristic of \(device.label)"))
+    }
+
+    /// `Device1.Connect`. BlueZ connects to an LE device when the kernel's scan reports one of its
+    /// advertisements. While another program discovers (a desktop's Bluetooth settings, a
+    /// `bluetoothctl scan on`), that scan is the discovery's, which reports each advertiser once until
+    /// the scan restarts: the connection waits for bluetoothd to restart it, up to 10 s (seen on BlueZ
+    /// 5.66: 3-9 s, against 40 ms with no discovery running). So when Connect has not answered after a
+    /// quarter of a second and the adapter discovers, this connector restarts that scan once: it starts
+    /// a discovery of its own whose filter (DuplicateData) changes the one bluetoothd merges from every
+    /// program's, which bluetoothd applies by restarting the scan, and stops it when Connect answers.
+    /// Once only: a device that the restarted scan misses is connected at the other discovery's own
+    /// restart, as without this.
+    private func connectRestartingOthersScan(_ device: BlueZDeviceInfo, adapter: BlueZAdapterInfo) async throws {
+        let restart = Task { await restartOthersScan(device, adapter: adapter) }
+        let result: Result<Void, any Error>
+        do {
+            try await client.connect(device, timeout: connectCallTimeout)
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        restart.cancel()
+        if await restart.value { await client.stopDiscovery(adapter: adapter) }
+        try result.get()
+    }
+
+    /// The scan restart of `connectRestartingOthersScan`, a quarter of a second into the Connect call
+    /// (by then BlueZ waits for the device's advertisement), unless cancelled first.
+    /// - Returns: whether it started a discovery of its own (to be stopped).
+    private func restartOthersScan(_ device: BlueZDeviceInfo, adapter: BlueZAdapterInfo) async -> Bool {
+        guard (try? await Task.sleep(for: .milliseconds(250))) != nil, await client.isDiscovering(adapter), !Task.isCancelled
+        else { return false }
+        logger.debug(
+            "BLE \(device.label): \(adapter.name) is discovering for another program, whose scan reports the device only when it restarts: restarting it once")
+        do {
+            try await client.startDiscovery(adapter: adapter, serviceUUIDs: [], duplicateData: true)
+            return true
+        } catch {
+            logger.debug("BLE \(device.label): restarting \(adapter.name)'s scan failed: \(error)")
+            return false
+        }
     }
 
     /// A device found connected whose disconnect this tool asked BlueZ for moments ago (an earlier

@@ -38,18 +38,30 @@ final class FakeBlueZ: @unchecked Sendable {
     let agents = LockedValue<[(sender: String, path: DBusObjectPath, capability: String)]>([])
     let defaultAgent = LockedValue<DBusObjectPath?>(nil)
     let removedDevices = LockedValue<[DBusObjectPath]>([])
+    /// The discovery calls on the adapter, in order: `SetDiscoveryFilter DuplicateData=true`, `StartDiscovery`, ...
+    let discoveryCalls = LockedValue<[String]>([])
+    /// With `connectsWhenTheScanRestarts`, the Connect call waiting for the scan to restart.
+    private let pendingConnect = LockedValue<(call: DBusMethodCall, reply: DBusReply)?>(nil)
+    private let connectsWhenTheScanRestarts: Bool
 
-    private init(connection: DBusConnection, behaviour: Behaviour, pairing: Pairing?) {
+    private init(connection: DBusConnection, behaviour: Behaviour, pairing: Pairing?, connectsWhenTheScanRestarts: Bool) {
         self.connection = connection
         self.behaviour = behaviour
         self.pairing = pairing
+        self.connectsWhenTheScanRestarts = connectsWhenTheScanRestarts
     }
 
+    /// - Parameters:
+    ///   - discovering: the adapter's `Discovering` (another program's discovery).
+    ///   - connectsWhenTheScanRestarts: Connect waits, as it does on BlueZ while another program
+    ///     discovers, until the scan restarts: until a client starts a discovery or changes its filter.
     static func start(
-        address busAddress: String, behaviour: Behaviour, rssi: Int16 = -50, pairing: Pairing? = nil, paired: Bool = false
+        address busAddress: String, behaviour: Behaviour, rssi: Int16 = -50, pairing: Pairing? = nil, paired: Bool = false,
+        discovering: Bool = false, connectsWhenTheScanRestarts: Bool = false
     ) async throws -> FakeBlueZ {
         let connection = try await DBusConnection.connect(address: busAddress)
-        let bluez = FakeBlueZ(connection: connection, behaviour: behaviour, pairing: pairing)
+        let bluez = FakeBlueZ(
+            connection: connection, behaviour: behaviour, pairing: pairing, connectsWhenTheScanRestarts: connectsWhenTheScanRestarts)
         try connection.exportObjectManager(at: .root)
         try connection.export(
             ScriptedObject([BlueZ.agentManagerInterface: [:]]) { [weak bluez] call in
@@ -62,9 +74,15 @@ final class FakeBlueZ: @unchecked Sendable {
                 [
                     BlueZ.adapterInterface: [
                         "Address": .string("00:00:5E:00:53:00"), "Powered": .boolean(true), "Alias": .string("fake"),
+                        "Discovering": .boolean(discovering),
                     ]
                 ]) { [weak bluez] call in
-                    guard let bluez, call.member == "RemoveDevice", let path = call.arguments.first?.objectPath else { return [] }
+                    guard let bluez else { return [] }
+                    if ["SetDiscoveryFilter", "StartDiscovery", "StopDiscovery"].contains(call.member) {
+                        bluez.discovery(call)
+                        return []
+                    }
+                    guard call.member == "RemoveDevice", let path = call.arguments.first?.objectPath else { return [] }
                     guard path == devicePath else { throw DBusError(name: "org.bluez.Error.DoesNotExist", message: "Does Not Exist") }
                     bluez.removedDevices.withValue { $0.append(path) }
                     bluez.device?.set(BlueZ.deviceInterface, ["Paired": .boolean(false)])
@@ -82,7 +100,12 @@ final class FakeBlueZ: @unchecked Sendable {
                 guard let bluez else { return [] }
                 return try bluez.deviceCall(call)
             } deferred: { [weak bluez] call, reply in
-                guard let bluez, call.member == "Pair" else { return false }
+                guard let bluez else { return false }
+                if call.member == "Connect", bluez.connectsWhenTheScanRestarts {
+                    bluez.pendingConnect.withValue { $0 = (call, reply) }
+                    return true
+                }
+                guard call.member == "Pair" else { return false }
                 Task { await bluez.pair(reply) }
                 return true
             }
@@ -149,6 +172,25 @@ final class FakeBlueZ: @unchecked Sendable {
         }
         device?.set(BlueZ.deviceInterface, ["Paired": .boolean(true)])
         reply.succeed()
+    }
+
+    /// A discovery call on the adapter: recorded; a filter change or a start restarts the scan, which
+    /// lets a waiting Connect go on.
+    private func discovery(_ call: DBusMethodCall) {
+        var entry = call.member
+        if call.member == "SetDiscoveryFilter", let duplicates = call.arguments.first?.stringKeyedDictionary?["DuplicateData"]?.bool {
+            entry += " DuplicateData=\(duplicates)"
+        }
+        discoveryCalls.withValue { $0.append(entry) }
+        guard call.member != "StopDiscovery", let (connect, reply) = pendingConnect.withValue({ pending in defer { pending = nil }; return pending })
+        else { return }
+        do {
+            reply.succeed(try deviceCall(connect))
+        } catch let error as DBusError {
+            reply.fail(error)
+        } catch {
+            reply.fail(DBusError(name: DBusError.failed, message: "\(error)"))
+        }
     }
 
     /// Whether the device is connected now (a client that connected and then failed must disconnect).
@@ -288,6 +330,43 @@ struct FakeBlueZTests {
             }
             #expect(bluez.connectCalls.value == 1)
             #expect(!bluez.isConnected, "the connection the transport made is closed")
+        }
+    }
+
+    /// While another program discovers, BlueZ 5.66 connects only when that discovery's scan restarts
+    /// (it reports each advertiser once per scan): the transport restarts it with a discovery of its own
+    /// whose filter changes the merged one, and stops its discovery once Connect has answered.
+    @Test func aConnectionWaitingForAnotherProgramsScanRestartsIt() async throws {
+        try await BLERig.with(bluez: false) { rig in
+            let bluez = try await FakeBlueZ.start(
+                address: rig.address, behaviour: .refuseNotify(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"),
+                discovering: true, connectsWhenTheScanRestarts: true)
+            defer { bluez.connection.close() }
+            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=60"))
+            configuration.busAddress = rig.address
+            // Connect answers only after the restart; without it the call would wait out its timeout.
+            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
+                try await McuMgrBleTransport(configuration: configuration).open { _ in }
+            }
+            #expect(bluez.connectCalls.value == 1)
+            let calls = bluez.discoveryCalls.value
+            #expect(calls.prefix(2) == ["SetDiscoveryFilter DuplicateData=true", "StartDiscovery"], "\(calls)")
+            #expect(calls.last == "StopDiscovery", "the transport's own discovery ends with the Connect call: \(calls)")
+        }
+    }
+
+    /// With no discovery running, Connect is left alone: no discovery of the transport's own.
+    @Test func aConnectionWithNoDiscoveryRunningStartsNone() async throws {
+        try await BLERig.with(bluez: false) { rig in
+            let bluez = try await FakeBlueZ.start(
+                address: rig.address, behaviour: .refuseNotify(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"))
+            defer { bluez.connection.close() }
+            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=60"))
+            configuration.busAddress = rig.address
+            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
+                try await McuMgrBleTransport(configuration: configuration).open { _ in }
+            }
+            #expect(bluez.discoveryCalls.value.isEmpty, "\(bluez.discoveryCalls.value)")
         }
     }
 
