@@ -184,13 +184,7 @@ final class FakeBlueZ: @unchecked Sendable {
         discoveryCalls.withValue { $0.append(entry) }
         guard call.member != "StopDiscovery", let (connect, reply) = pendingConnect.withValue({ pending in defer { pending = nil }; return pending })
         else { return }
-        do {
-            reply.succeed(try deviceCall(connect))
-        } catch let error as DBusError {
-            reply.fail(error)
-        } catch {
-            reply.fail(DBusError(name: DBusError.failed, message: "\(error)"))
-        }
+        reply.answer { try deviceCall(connect) }
     }
 
     /// Whether the device is connected now (a client that connected and then failed must disconnect).
@@ -253,13 +247,7 @@ final class ScriptedObject: DBusDeferringObject, @unchecked Sendable {
 
     func handle(_ call: DBusMethodCall, reply: DBusReply) {
         if deferred(call, reply) { return }
-        do {
-            reply.succeed(try handler(call))
-        } catch let error as DBusError {
-            reply.fail(error)
-        } catch {
-            reply.fail(DBusError(name: DBusError.failed, message: "\(error)"))
-        }
+        reply.answer { try handler(call) }
     }
 
     var interfaceProperties: [String: [String: DBusValue]] { lock.withLock { properties } }
@@ -278,18 +266,40 @@ final class LockedCounterBox: @unchecked Sendable {
     var value: Int { lock.withLock { count } }
 }
 
+extension DBusReply {
+    /// Answers with what `body` returns, or with the error it throws (one that is not a D-Bus error as
+    /// `Failed`).
+    func answer(_ body: () throws -> [DBusValue]) {
+        do {
+            succeed(try body())
+        } catch let error as DBusError {
+            fail(error)
+        } catch {
+            fail(DBusError(name: DBusError.failed, message: "\(error)"))
+        }
+    }
+}
+
 @Suite("BLE errors against a scripted BlueZ", .enabled(if: BLERig.isAvailable, BLERig.skipReason), .serialized)
 struct FakeBlueZTests {
+    /// Opens a transport over the bus at `busAddress` to the fake device and expects it to fail with
+    /// `fragments` (by default, the command that pairs the device).
+    private func expectOpenFails(
+        on busAddress: String, timeout: Int = 60, containing fragments: [String] = ["smp ble pair \(FakeBlueZ.address)"]
+    ) async throws {
+        var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=\(timeout)"))
+        configuration.busAddress = busAddress
+        await expectMcuMgrError(.transport, containing: fragments) {
+            try await McuMgrBleTransport(configuration: configuration).open { _ in }
+        }
+    }
+
     @Test func aDeviceThatRefusesConnectionsIsReportedAfterRetrying() async throws {
         try await BLERig.with(bluez: false) { rig in
             let bluez = try await FakeBlueZ.start(
                 address: rig.address, behaviour: .refuseConnect(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local"))
             defer { bluez.connection.close() }
-            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=1"))
-            configuration.busAddress = rig.address
-            await expectMcuMgrError(.transport, containing: ["cannot connect to \"locked\"", "le-connection-abort-by-local", "not be connectable"]) {
-                try await McuMgrBleTransport(configuration: configuration).open { _ in }
-            }
+            try await expectOpenFails(on: rig.address, timeout: 1, containing: ["cannot connect to \"locked\"", "le-connection-abort-by-local", "not be connectable"])
             // A device that just reset refuses for a while: the transport keeps trying within the timeout.
             #expect(bluez.connectCalls.value >= 2)
         }
@@ -300,12 +310,8 @@ struct FakeBlueZTests {
             let bluez = try await FakeBlueZ.start(
                 address: rig.address, behaviour: .refuseNotify(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"))
             defer { bluez.connection.close() }
-            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=20"))
-            configuration.busAddress = rig.address
             let started = ContinuousClock.now
-            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
-                try await McuMgrBleTransport(configuration: configuration).open { _ in }
-            }
+            try await expectOpenFails(on: rig.address, timeout: 20)
             // One connect and no retries: well inside the 20 s the URI allows (the bound is loose, as a
             // loaded CI machine takes seconds to start the D-Bus peers).
             #expect(bluez.connectCalls.value == 1, "pairing errors are not retried")
@@ -319,15 +325,11 @@ struct FakeBlueZTests {
                 address: rig.address,
                 behaviour: .refuseNotifyWithoutSignals(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"))
             defer { bluez.connection.close() }
-            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=60"))
-            configuration.busAddress = rig.address
             // Without the properties read after Connect, the transport waited the whole connect timeout
             // for a Connected signal, called the device disconnected, and on the next attempt took the
             // link its own Connect had made for someone else's and left it up. Reading them, it reaches
             // the characteristic on its first connection, and closes the link it made when it fails.
-            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
-                try await McuMgrBleTransport(configuration: configuration).open { _ in }
-            }
+            try await expectOpenFails(on: rig.address)
             #expect(bluez.connectCalls.value == 1)
             #expect(!bluez.isConnected, "the connection the transport made is closed")
         }
@@ -342,12 +344,8 @@ struct FakeBlueZTests {
                 address: rig.address, behaviour: .refuseNotify(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"),
                 discovering: true, connectsWhenTheScanRestarts: true)
             defer { bluez.connection.close() }
-            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=60"))
-            configuration.busAddress = rig.address
             // Connect answers only after the restart; without it the call would wait out its timeout.
-            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
-                try await McuMgrBleTransport(configuration: configuration).open { _ in }
-            }
+            try await expectOpenFails(on: rig.address)
             #expect(bluez.connectCalls.value == 1)
             let calls = bluez.discoveryCalls.value
             #expect(calls.prefix(2) == ["SetDiscoveryFilter DuplicateData=true", "StartDiscovery"], "\(calls)")
@@ -361,11 +359,7 @@ struct FakeBlueZTests {
             let bluez = try await FakeBlueZ.start(
                 address: rig.address, behaviour: .refuseNotify(name: "org.bluez.Error.NotAuthorized", message: "Insufficient Authentication"))
             defer { bluez.connection.close() }
-            var configuration = try McuMgrBleTransport.Configuration(uri: McuMgrDeviceURI(parsing: "ble:\(FakeBlueZ.address)?timeout=60"))
-            configuration.busAddress = rig.address
-            await expectMcuMgrError(.transport, containing: ["smp ble pair \(FakeBlueZ.address)"]) {
-                try await McuMgrBleTransport(configuration: configuration).open { _ in }
-            }
+            try await expectOpenFails(on: rig.address)
             #expect(bluez.discoveryCalls.value.isEmpty, "\(bluez.discoveryCalls.value)")
         }
     }
